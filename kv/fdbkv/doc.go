@@ -1,0 +1,73 @@
+// Package fdbkv is quickfdb's storage adapter for FoundationDB: it implements
+// the kv contract over FoundationDB's official Go binding
+// (github.com/apple/foundationdb/bindings/go, API version 730, FDB 7.3).
+//
+// # Building
+//
+// The binding is a cgo package that needs FoundationDB's client library
+// (libfdb_c 7.3) and its headers (foundationdb/fdb_c.h). So that the rest of
+// quickfdb builds and tests everywhere, the adapter is compiled only with the
+// build tag fdb:
+//
+//	go test -tags fdb ./...
+//
+// Without the tag the package still builds, with the same Open and
+// OpenDirectory functions, but they return an error wrapping ErrNotBuilt, and
+// Built is false. New, Wrap and WrapRead, which take binding types, exist only
+// with the tag.
+//
+// # Usage
+//
+//	db, err := fdbkv.Open("") // "" is the default cluster file
+//	if err != nil { ... }
+//	err = db.Transact(ctx, func(tr kv.Transaction) error { ... })
+//
+// Open selects API version 730 unless the process already selected one (it
+// then keeps it; versions below MinAPIVersion are refused). An application
+// that already has an fdb.Database wraps it with New; one that wants to
+// enqueue jobs inside its own transaction wraps that transaction with Wrap
+// (or a read-only one with WrapRead) and passes the result to quickfdb, then
+// commits it itself:
+//
+//	_, err := fdbDB.Transact(func(tr fdb.Transaction) (any, error) {
+//		tr.Set(myKey, myValue)
+//		return nil, queue.Enqueue(fdbkv.Wrap(tr), job) // same commit
+//	})
+//
+// OpenDirectory resolves a path with FoundationDB's directory layer and
+// returns its key prefix, for placing a queue in a directory.
+//
+// # Semantics
+//
+// Transact and ReadTransact run the shared retry loop kv.Retry / kv.RetryRead,
+// so context cancellation, OnError and error values behave exactly as on the
+// embedded engine kv/memkv. Every fdb.Error is converted to an error carrying
+// a kv.Error with the same code (test it with errors.Is against the kv
+// sentinels, or errors.As). That error also answers errors.As into an
+// fdb.Error, so an error met through a Wrap'd transaction and returned to the
+// binding's own retry loop (fdb.Database.Transact) is retried by it. A commit that fails with 1025 (transaction_cancelled) or 1031
+// (transaction_timed_out) is reported with DuringCommit set unless the
+// adapter knows the cancellation or timeout struck before the commit was sent
+// (the transaction was cancelled through this adapter, or the timeout set
+// through its Options had elapsed); when in doubt it says "maybe committed",
+// the safe answer.
+//
+// Range reads issue their first batch at once (so that several can be in
+// flight), in StreamingModeExact when a limit is set and
+// StreamingModeIterator otherwise; GetSliceWithError then fetches the rest as
+// the binding does (WantAll / Exact).
+//
+// A Watch's Wait that returns because its context is done leaves the watch
+// armed: Wait may be called again. A watch that is no longer wanted must be
+// cancelled (Cancel), as FDB asks, or it holds one of the database's watches
+// (10,000 by default) and a goroutine until the key changes.
+//
+// # Tests
+//
+// The conformance suite kv/kvtest runs against a real cluster with
+//
+//	go test -tags fdb ./kv/fdbkv/
+//
+// using package fdbtest to find or start one (see there: FDB_CLUSTER_FILE,
+// QUICKFDB_FDB_BIN).
+package fdbkv

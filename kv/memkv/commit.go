@@ -1,0 +1,278 @@
+package memkv
+
+import (
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/tidwall/btree"
+)
+
+// commitRequest is what a transaction sends the resolver: FDB's
+// CommitTransactionRequest. Its slices are never modified after it is built.
+type commitRequest struct {
+	rv      int64
+	reads   []kv.KeyRange // coalesced read-conflict ranges
+	writes  []kv.KeyRange // coalesced write-conflict ranges
+	clears  []kv.KeyRange // cleared ranges, applied first
+	points  []*wentry     // point entries, in key order
+	stamped []stampedKey
+	watches []*watch
+}
+
+// size is the figure FDB's Transaction::getSize compares with the 10 MB
+// limit: the coalesced mutations' keys and parameters plus the coalesced
+// conflict ranges' bounds.
+func (r *commitRequest) size() int64 {
+	var n int64
+	for _, c := range r.clears {
+		n += int64(len(c.Begin) + len(c.End))
+	}
+	for _, e := range r.points {
+		for _, o := range e.ops {
+			if o.kind == opClear {
+				n += int64(2*len(e.key) + 1) // a single-key clear range
+			} else {
+				n += int64(len(e.key) + len(o.param))
+			}
+		}
+	}
+	for _, s := range r.stamped {
+		n += int64(len(s.param) + len(s.value))
+	}
+	for _, rs := range [][]kv.KeyRange{r.reads, r.writes} {
+		for _, c := range rs {
+			n += int64(len(c.Begin) + len(c.End))
+		}
+	}
+	return n
+}
+
+// buildCommitLocked turns the write map into a commit request.
+func (t *txn) buildCommitLocked() *commitRequest {
+	req := &commitRequest{
+		clears:  t.w.cleared.all(),
+		stamped: t.w.stamped,
+		watches: t.watches,
+	}
+	writes := make([]kv.KeyRange, 0, len(req.clears)+len(t.w.conflicts))
+	writes = append(writes, req.clears...)
+	writes = append(writes, t.w.conflicts...)
+	if t.w.points != nil {
+		req.points = t.w.points.Items()
+		for _, e := range req.points {
+			writes = append(writes, kv.KeyRange{Begin: e.key, End: keyAfter(e.key)})
+		}
+	}
+	req.writes = coalesce(writes)
+	req.reads = coalesce(append([]kv.KeyRange(nil), t.reads...))
+	return req
+}
+
+// Commit commits the transaction, following RYW's and the native client's
+// commit: a deferred error or an earlier commit ends it at once; a read-only
+// transaction commits without the resolver (GetCommittedVersion -1, watches
+// armed at its read version); a transaction over the size limit fails with
+// 2101 without being sent.
+//
+// With commit latency, the commit is in flight from the moment it is sent
+// until the reply arrives, and the resolver applies it atomically half-way.
+// A cancellation or timeout that strikes in flight is returned with
+// DuringCommit set (kv.IsMaybeCommitted): before the half-way point the
+// commit is abandoned, after it the commit took effect. Without injected
+// latency nothing can strike in flight, so DuringCommit is never set; a
+// timeout or cancel found when Commit starts is returned plainly and nothing
+// was applied.
+func (t *txn) Commit() error {
+	t.mu.Lock()
+	if t.deferred != nil {
+		err := t.deferred
+		t.mu.Unlock()
+		return err
+	}
+	if t.commitStarted {
+		t.g.fail(errUsedDuringCommit)
+		t.mu.Unlock()
+		return errUsedDuringCommit
+	}
+	t.checkDeadlineLocked()
+	if err := t.g.failure(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	t.commitStarted = true
+	g, stamp := t.g, t.stamp
+
+	if t.w.readOnly() {
+		t.committed = -1
+		stamp.reject(errNoCommitVersion)
+		watches := t.watches
+		t.watches = nil
+		t.mu.Unlock()
+		t.db.stats.readOnly.Add(1)
+		t.db.armWatches(watches)
+		return nil
+	}
+
+	req := t.buildCommitLocked()
+	t.watches = nil
+	if req.size() > kv.MaxTransactionSize {
+		failCommit(req, stamp, errTooLarge)
+		t.mu.Unlock()
+		return errTooLarge
+	}
+	// A transaction that never read takes its read version now.
+	grvAt := t.takeReadVersionLocked()
+	req.rv = t.rv.version
+	t.mu.Unlock()
+
+	lat := t.db.delay(t.db.opts.Latency.Commit)
+	var sent time.Time
+	if !grvAt.IsZero() || lat > 0 {
+		sent = time.Now()
+		if grvAt.After(sent) {
+			sent = grvAt
+		}
+	}
+	if err := t.inFlight(g, sent, lat/2); err != nil {
+		// Abandoned before it reached the resolver.
+		failCommit(req, stamp, duringCommit(err))
+		return duringCommit(err)
+	}
+
+	cv, vs, err := t.db.commit(req)
+	if err != nil {
+		failCommit(req, stamp, err)
+	} else {
+		stamp.resolve(vs)
+		t.mu.Lock()
+		if t.g == g {
+			t.committed = cv
+		}
+		t.mu.Unlock()
+	}
+
+	if lat > 0 {
+		if ierr := t.inFlight(g, time.Now(), lat-lat/2); ierr != nil {
+			return duringCommit(ierr)
+		}
+	}
+	return err
+}
+
+// inFlight waits d after start (both zero: no wait) unless the attempt fails
+// first, and reports a failure, including a deadline passed on the engine
+// clock meanwhile.
+func (t *txn) inFlight(g *gen, start time.Time, d time.Duration) error {
+	if start.IsZero() {
+		return nil
+	}
+	if err := waitUntil(g, start.Add(d)); err != nil {
+		return err
+	}
+	return t.expire(g)
+}
+
+// failCommit settles what waits on a commit that did not happen: its
+// watches fail with the commit's error and the versionstamp with 2020
+// (transaction_invalid_version), as FDB's commitAndWatch does.
+func failCommit(req *commitRequest, stamp *promise[[]byte], err error) {
+	for _, w := range req.watches {
+		w.finish(err)
+	}
+	stamp.reject(errInvalidVersion)
+}
+
+// commit is the resolver and the storage servers in one step, under the
+// commit lock: check the MVCC window and the read conflicts, pick the commit
+// version, apply the mutations, publish the new snapshot, remember the
+// writes for later conflict checks, and settle watches.
+func (db *DB) commit(req *commitRequest) (int64, []byte, error) {
+	s := db.store
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+
+	now := db.clockVersion()
+	if now-req.rv > db.window {
+		db.stats.tooOld.Add(1)
+		return 0, nil, errTooOld
+	}
+	for _, r := range req.reads {
+		if s.hist.writtenAfter(r.Begin, r.End, req.rv) {
+			db.stats.conflicts.Add(1)
+			return 0, nil, errNotCommitted
+		}
+	}
+
+	cv := s.reserve(now)
+	stamp := versionstamp(cv, 0)
+	for _, c := range req.clears {
+		s.master.DeleteRange(item{key: c.Begin}, item{key: c.End}, &btree.DeleteRangeOptions{NoReturn: true})
+	}
+	for _, e := range req.points {
+		var old []byte
+		var present bool
+		if !e.independent() {
+			old, present = getItem(s.master, e.key)
+		}
+		if val, ok := e.apply(old, present, stamp); ok {
+			s.master.Set(item{key: e.key, val: val})
+		} else {
+			s.master.Delete(item{key: e.key})
+		}
+	}
+	stampedKeys := make([][]byte, len(req.stamped))
+	for i, sk := range req.stamped {
+		k := placeStamp(sk.param, sk.pos, stamp)
+		stampedKeys[i] = k
+		s.master.Set(item{key: k, val: sk.value})
+	}
+	s.publish(cv)
+
+	for _, w := range req.writes {
+		s.hist.record(w.Begin, w.End, cv)
+	}
+	if s.hist.size > 2*s.prunedLen+1024 || now-s.lastPrune > db.window/2 {
+		s.hist.prune(now - db.window)
+		s.prunedLen, s.lastPrune = s.hist.size, now
+	}
+
+	if db.watches.count() > 0 {
+		for _, c := range req.clears {
+			db.watches.cleared(c.Begin, c.End)
+		}
+		for _, e := range req.points {
+			v, ok := getItem(s.master, e.key)
+			db.watches.changed(e.key, v, ok)
+		}
+		for _, k := range stampedKeys {
+			v, ok := getItem(s.master, k)
+			db.watches.changed(k, v, ok)
+		}
+	}
+	for _, w := range req.watches {
+		v, ok := getItem(s.master, w.key)
+		db.watches.arm(w, v, ok)
+	}
+	db.stats.commits.Add(1)
+	return cv, stamp, nil
+}
+
+// armWatches arms a read-only commit's watches against the latest data, under
+// the commit lock so no commit slips between the comparison and the arming.
+func (db *DB) armWatches(ws []*watch) {
+	if len(ws) == 0 {
+		return
+	}
+	s := db.store
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	for _, w := range ws {
+		v, ok := getItem(s.master, w.key)
+		db.watches.arm(w, v, ok)
+	}
+}
+
+func getItem(t *tree, k []byte) ([]byte, bool) {
+	it, ok := t.Get(item{key: k})
+	return it.val, ok
+}

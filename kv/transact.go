@@ -1,0 +1,56 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Retry runs fn on tr and commits, with FDB's retry loop: an error carrying an
+// FDB code goes to tr.OnError, which backs off and resets the transaction for
+// another try or returns the error when it may not be retried. Any other
+// error from fn is returned as it is, without a retry. It is the loop behind
+// every engine's Transact, the same as the Go binding's.
+//
+// The transaction is cancelled when ctx is done; the error returned then
+// wraps both ctx.Err() and the FDB error, so errors.Is works for either.
+func Retry(ctx context.Context, tr Transaction, fn func(Transaction) error) error {
+	return loop(ctx, tr, func() error {
+		if err := fn(tr); err != nil {
+			return err
+		}
+		return tr.Commit()
+	})
+}
+
+// RetryRead runs fn on tr with FDB's retry loop, without committing.
+func RetryRead(ctx context.Context, tr Transaction, fn func(ReadTransaction) error) error {
+	return loop(ctx, tr, func() error { return fn(tr) })
+}
+
+func loop(ctx context.Context, tr Transaction, attempt func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, tr.Cancel)
+	defer stop()
+	for {
+		err := attempt()
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%w: %w", cerr, err)
+		}
+		var fe Error
+		if !errors.As(err, &fe) {
+			return err
+		}
+		if rerr := tr.OnError(err); rerr != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("%w: %w", cerr, rerr)
+			}
+			return rerr
+		}
+	}
+}

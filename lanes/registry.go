@@ -1,0 +1,161 @@
+package lanes
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// Options tune a Registry. The zero value is usable.
+type Options struct {
+	// HeartbeatPeriod is how often Run beats. Default 1s.
+	HeartbeatPeriod time.Duration
+	// Timeout is how long an observer must see a member's heartbeat
+	// unchanged, on the observer's own clock, before it counts the member
+	// dead. Default 5 × HeartbeatPeriod; values under 2 × HeartbeatPeriod
+	// are raised to it, since a single late beat must not kill a member.
+	Timeout time.Duration
+	// ExpireAfter is how long a member must look dead before an observer
+	// clears its keys. Default 10 × Timeout; raised to Timeout if lower.
+	ExpireAfter time.Duration
+	// Replicas is how many live members watch each lane. Default 1.
+	Replicas int
+	// Clock is the time source. Default the real clock. If it implements
+	// TickerClock, Run takes its ticks from it.
+	Clock Clock
+	// Logger receives lane changes, membership changes and beat failures.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// Host is published in each member's Info. Default os.Hostname().
+	Host string
+}
+
+// withDefaults returns o with zero fields defaulted and bounds applied.
+func (o Options) withDefaults() Options {
+	if o.HeartbeatPeriod <= 0 {
+		o.HeartbeatPeriod = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * o.HeartbeatPeriod
+	}
+	o.Timeout = max(o.Timeout, 2*o.HeartbeatPeriod)
+	if o.ExpireAfter <= 0 {
+		o.ExpireAfter = 10 * o.Timeout
+	}
+	o.ExpireAfter = max(o.ExpireAfter, o.Timeout)
+	if o.Replicas < 1 {
+		o.Replicas = 1
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	return o
+}
+
+// Registry is the membership of workers, per task type, stored under one
+// subspace. It holds no state of its own beyond its configuration: every
+// Tracker keeps its own view, so a Registry may be shared by any number of
+// Trackers and task types.
+type Registry struct {
+	db    kv.Database
+	space tuple.Subspace
+	opts  Options
+}
+
+// NewRegistry returns a Registry storing its keys under space, which the
+// queue reserves for it.
+func NewRegistry(db kv.Database, space tuple.Subspace, opts Options) *Registry {
+	return &Registry{db: db, space: space, opts: opts.withDefaults()}
+}
+
+// Options returns the Registry's options, defaults applied.
+func (r *Registry) Options() Options { return r.opts }
+
+// Key kinds, the last element of a member's keys.
+const (
+	kindHB   = "hb"
+	kindInfo = "info"
+)
+
+// typeSpace holds every key of a task type's members.
+func (r *Registry) typeSpace(taskType string) tuple.Subspace {
+	return r.space.Sub(taskType)
+}
+
+// memberSpace holds the keys of one member, so one range clear removes them.
+func (r *Registry) memberSpace(taskType, id string) tuple.Subspace {
+	return r.space.Sub(taskType, id)
+}
+
+func (r *Registry) hbKey(taskType, id string) []byte {
+	return r.space.Pack(tuple.Tuple{taskType, id, kindHB})
+}
+
+func (r *Registry) infoKey(taskType, id string) []byte {
+	return r.space.Pack(tuple.Tuple{taskType, id, kindInfo})
+}
+
+// rawMember is one member's keys as read from the database.
+type rawMember struct {
+	hb, info       []byte
+	hasHB, hasInfo bool
+}
+
+// parseMembers groups the key-values of a task type's range by member.
+// Keys that do not have the (taskType, id, kind) shape are skipped and
+// counted, never fatal: a stray key must not stop the heartbeat.
+func (r *Registry) parseMembers(taskType string, kvs []kv.KeyValue) (map[string]rawMember, int) {
+	ts := r.typeSpace(taskType)
+	out := make(map[string]rawMember, len(kvs)/2+1)
+	bad := 0
+	for _, p := range kvs {
+		t, err := ts.Unpack(p.Key)
+		if err != nil || len(t) != 2 {
+			bad++
+			continue
+		}
+		id, ok1 := t[0].(string)
+		kind, ok2 := t[1].(string)
+		if !ok1 || !ok2 || id == "" {
+			bad++
+			continue
+		}
+		// Values are cloned: the view keeps them across transactions, and an
+		// engine may reuse its buffers.
+		m := out[id]
+		switch kind {
+		case kindHB:
+			m.hb, m.hasHB = bytes.Clone(p.Value), true
+		case kindInfo:
+			m.info, m.hasInfo = bytes.Clone(p.Value), true
+		default:
+			bad++
+			continue
+		}
+		out[id] = m
+	}
+	return out, bad
+}
+
+// readMembers reads the whole membership of a task type with a snapshot
+// read, which adds no read conflict: the heartbeat transaction that does it
+// can never fail with not_committed.
+func (r *Registry) readMembers(tr kv.ReadTransaction, taskType string) (map[string]rawMember, int, error) {
+	b, e := r.typeSpace(taskType).Range()
+	kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
+	if err != nil {
+		return nil, 0, err
+	}
+	m, bad := r.parseMembers(taskType, kvs)
+	return m, bad, nil
+}

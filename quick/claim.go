@@ -1,0 +1,348 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// ClaimOptions shape one claim.
+type ClaimOptions struct {
+	TaskType string
+	// Holder names the worker taking the leases; required.
+	Holder string
+	// Lanes to scan; nil scans every lane.
+	Lanes []int
+	// Max is the most jobs to claim; default 1.
+	Max int
+	// Lease is how long the claimed jobs are held before they vest again;
+	// at least MinLease, at most the queue's MaxLease. Default 30 s.
+	Lease time.Duration
+	// ScanLimit bounds the keys read from each lane and priority; default
+	// twice Max, at least 4.
+	ScanLimit int
+	// MaxBytes caps the payload and checkpoint bytes one claim takes;
+	// default 4 MB. At least one job is always taken.
+	MaxBytes int
+	// Timeout bounds the claim transaction, well under FDB's 5 s; default 2 s.
+	Timeout time.Duration
+	// BatchPriority runs the claim at FDB's batch priority, so a loaded
+	// cluster sheds queue work before the application's own transactions.
+	BatchPriority bool
+	// Tag is an FDB throttling tag for the claim (at most 16 bytes).
+	Tag string
+}
+
+// Claimed is the outcome of a claim.
+type Claimed struct {
+	Jobs []Lease
+	// NextVest is the earliest vesting time after now seen in the scanned
+	// lanes: a worker with nothing to do can sleep until then, since a
+	// vesting job or an expiring lease writes nothing that could wake it.
+	// Zero when none was seen.
+	NextVest time.Time
+	// More is set when a scanned lane held more vested jobs than were taken.
+	More bool
+	// DeadLettered counts jobs moved to the dead letters instead of being
+	// claimed: their attempts had all been spent by holders that vanished.
+	DeadLettered int
+}
+
+const defaultLease = 30 * time.Second
+
+func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
+	if err := validTaskType(o.TaskType); err != nil {
+		return o, err
+	}
+	if o.Holder == "" {
+		return o, fmt.Errorf("%w: claim needs a Holder", ErrInvalidOption)
+	}
+	if o.Max <= 0 {
+		o.Max = 1
+	}
+	if o.Lease == 0 {
+		o.Lease = defaultLease
+	}
+	if err := q.checkLease(o.Lease); err != nil {
+		return o, err
+	}
+	if o.ScanLimit <= 0 {
+		o.ScanLimit = max(2*o.Max, 4)
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 4 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if len(o.Tag) > 16 {
+		return o, fmt.Errorf("%w: tag %q is over 16 bytes", ErrInvalidOption, o.Tag)
+	}
+	if o.Lanes == nil {
+		o.Lanes = make([]int, q.lanes)
+		for i := range o.Lanes {
+			o.Lanes[i] = i
+		}
+	}
+	for _, l := range o.Lanes {
+		if l < 0 || l >= q.lanes {
+			return o, fmt.Errorf("%w: lane %d outside [0,%d)", ErrInvalidOption, l, q.lanes)
+		}
+	}
+	return o, nil
+}
+
+func (q *Queue) checkLease(d time.Duration) error {
+	if d < MinLease {
+		return fmt.Errorf("%w: %v is under %v, unsafe against FDB's 5 s transaction limit", ErrInvalidLease, d, MinLease)
+	}
+	if d > q.opts.MaxLease {
+		return fmt.Errorf("%w: %v is over the queue's MaxLease %v", ErrInvalidLease, d, q.opts.MaxLease)
+	}
+	return nil
+}
+
+// candidate is a vested schedule key seen by a claim's scan.
+type candidate struct {
+	key []byte
+	sk  schedKey
+	sv  schedValue
+}
+
+// Claim leases up to opts.Max vested jobs of a task type from the given
+// lanes. It scans every lane and priority with concurrent snapshot range
+// reads in one transaction, takes High before Normal before Low and older
+// before newer, and moves each taken job's schedule key to now + Lease with
+// a fresh lease token. Only the taken keys get read-conflict ranges, so
+// claims of different jobs never conflict; two claims of the same job
+// conflict and one fails, so two workers never both hold a live lease.
+//
+// Keys: snapshot range reads of S(1,"s",type,lane,prio) for each lane and
+// priority; snapshot reads of S(1,"j",id) and, for checkpointed jobs,
+// S(1,"c",id); per job taken: a read-conflict key, a clear and a set of
+// S(1,"s",...). A job whose attempts were all spent is dead-lettered instead
+// (see Fail).
+func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
+	opts, err := q.claimDefaults(opts)
+	if err != nil {
+		return Claimed{}, err
+	}
+	var res Claimed
+	now := q.Now()
+	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+		if err := setClaimOptions(tr, opts); err != nil {
+			return err
+		}
+		if maybeCommitted && len(res.Jobs) > 0 {
+			// The previous attempt may have committed: if its leases are in
+			// place, they are this claim's, and claiming again would strand
+			// them until they lapse.
+			mine, err := q.stillHeld(tr, res.Jobs)
+			if err != nil {
+				return err
+			}
+			if len(mine) > 0 {
+				res.Jobs = mine
+				return nil
+			}
+		}
+		var err error
+		res, err = q.claimTx(tr, opts, now)
+		return err
+	})
+	if err != nil {
+		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+	}
+	return res, nil
+}
+
+func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
+	o := tr.Options()
+	if err := o.SetTimeout(opts.Timeout.Milliseconds()); err != nil {
+		return err
+	}
+	if opts.BatchPriority {
+		if err := o.SetPriorityBatch(); err != nil {
+			return err
+		}
+	}
+	if opts.Tag != "" {
+		if err := o.SetTag(opts.Tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stillHeld returns the leases whose keys hold their tokens.
+func (q *Queue) stillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
+	fs := make([]kv.Future[[]byte], len(ls))
+	for i, l := range ls {
+		fs[i] = tr.Get(l.key)
+	}
+	var out []Lease
+	for i, f := range fs {
+		_, err := q.held(f, ls[i])
+		switch {
+		case err == nil:
+			out = append(out, ls[i])
+		case !IsLeaseLost(err):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Claimed, error) {
+	nowMs := now.UnixMilli()
+	snap := tr.Snapshot()
+	type scan struct {
+		prio Priority
+		rr   kv.RangeResult
+	}
+	scans := make([]scan, 0, len(opts.Lanes)*len(priorities))
+	for _, lane := range opts.Lanes {
+		for _, p := range priorities {
+			scans = append(scans, scan{p, snap.GetRange(q.k.laneRange(opts.TaskType, lane, p), kv.RangeOptions{Limit: opts.ScanLimit})})
+		}
+	}
+	var (
+		res   Claimed
+		cands []candidate
+		next  int64
+	)
+	for _, s := range scans {
+		kvs, err := s.rr.GetSliceWithError()
+		if err != nil {
+			return Claimed{}, err
+		}
+		vested := 0
+		for _, p := range kvs {
+			sk, err := q.k.parseSched(p.Key)
+			if err != nil {
+				q.opts.Logger.Warn("quick: skipping a schedule key that does not parse", "key", fmt.Sprintf("%x", p.Key), "err", err)
+				continue
+			}
+			if sk.VestMs > nowMs {
+				if next == 0 || sk.VestMs < next {
+					next = sk.VestMs
+				}
+				break
+			}
+			var sv schedValue
+			if err := sv.unmarshal(p.Value); err != nil {
+				q.opts.Logger.Warn("quick: skipping a job whose schedule value does not decode", "id", sk.ID, "err", err)
+				continue
+			}
+			vested++
+			cands = append(cands, candidate{key: p.Key, sk: sk, sv: sv})
+		}
+		if len(kvs) == opts.ScanLimit && vested == len(kvs) {
+			res.More = true
+		}
+	}
+	if next != 0 {
+		res.NextVest = time.UnixMilli(next)
+	}
+	// High before Normal before Low; within a level, the longest vested
+	// first, so no job waits behind younger ones.
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i].sk, cands[j].sk
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		return a.VestMs < b.VestMs
+	})
+	// Take the first Max runnable candidates, and with them the exhausted
+	// ones met on the way, which are dead-lettered rather than run.
+	take := 0
+	for i, c := range cands {
+		if take == opts.Max {
+			res.More = true
+			cands = cands[:i]
+			break
+		}
+		if c.sv.MaxAttempts == 0 || c.sv.Attempt < c.sv.MaxAttempts {
+			take++
+		}
+	}
+	recs := make([]kv.Future[[]byte], len(cands))
+	ckpts := make([]kv.Future[[]byte], len(cands))
+	for i, c := range cands {
+		recs[i] = snap.Get(q.k.jobKey(c.sk.ID))
+		if c.sv.hasCheckpoint() {
+			ckpts[i] = snap.Get(q.k.ckptKey(c.sk.ID))
+		}
+	}
+	bytes := 0
+	for i, c := range cands {
+		rv, err := recs[i].Get()
+		if err != nil {
+			return Claimed{}, err
+		}
+		var ck []byte
+		if ckpts[i] != nil {
+			if ck, err = ckpts[i].Get(); err != nil {
+				return Claimed{}, err
+			}
+		}
+		if rv == nil {
+			// A schedule key without its record cannot be run; clear it so
+			// scans stop paying for it.
+			q.opts.Logger.Warn("quick: clearing a schedule key whose job record is missing", "id", c.sk.ID)
+			if err := tr.AddReadConflictKey(c.key); err != nil {
+				return Claimed{}, err
+			}
+			tr.Clear(c.key)
+			continue
+		}
+		var rec record
+		if err := rec.unmarshal(rv); err != nil {
+			q.opts.Logger.Warn("quick: skipping a job whose record does not decode", "id", c.sk.ID, "err", err)
+			continue
+		}
+		if len(res.Jobs) > 0 && bytes+len(rec.Payload)+len(ck) > opts.MaxBytes {
+			res.More = true
+			break
+		}
+		if err := tr.AddReadConflictKey(c.key); err != nil {
+			return Claimed{}, err
+		}
+		if c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts {
+			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec,
+				fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts))
+			res.DeadLettered++
+			continue
+		}
+		bytes += len(rec.Payload) + len(ck)
+		sv := c.sv
+		sv.Attempt++
+		sv.Token = newToken()
+		sv.Holder = opts.Holder
+		sv.LeasedAtMs = nowMs
+		deadline := now.Add(opts.Lease)
+		key, lane, _ := q.k.place(opts.TaskType, c.sk.Priority, deadline, c.sk.ID, q.lanes)
+		tr.Clear(c.key)
+		tr.Set(key, sv.marshal())
+		res.Jobs = append(res.Jobs, Lease{
+			ID: c.sk.ID, TaskType: opts.TaskType, Priority: c.sk.Priority, ItemSpace: rec.ItemSpace,
+			Payload: rec.Payload, Checkpoint: ck, Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
+			CreatedAt: time.UnixMilli(rec.CreatedAtMs), VestedAt: time.UnixMilli(c.sk.VestMs),
+			Deadline: deadline.Truncate(time.Millisecond), Holder: opts.Holder, LastError: rec.LastError,
+			key: key, lane: lane, sv: sv,
+		})
+	}
+	return res, nil
+}
+
+func newToken() uint64 {
+	for {
+		if t := rand.Uint64(); t != 0 {
+			return t
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package quick
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// DeadPage is a page of dead letters, oldest first.
+type DeadPage struct {
+	Jobs []JobInfo
+	// Next resumes the listing; nil at the end.
+	Next []byte
+}
+
+// ListDead lists a task type's dead letters, oldest first, with payloads.
+//
+// Keys: a range read of S(1,"d",type) and a point read of each job's record.
+func (q *Queue) ListDead(ctx context.Context, taskType string, limit int, after []byte) (DeadPage, error) {
+	if err := validTaskType(taskType); err != nil {
+		return DeadPage{}, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	var page DeadPage
+	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		page = DeadPage{}
+		snap := tr.Snapshot()
+		r := rangeOf(q.k.dead.Sub(taskType))
+		if after != nil {
+			r.Begin = kv.KeyAfter(after)
+		}
+		kvs, err := snap.GetRange(r, kv.RangeOptions{Limit: limit + 1}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		if len(kvs) > limit {
+			kvs = kvs[:limit]
+			page.Next = kvs[limit-1].Key
+		}
+		ids := make([]ID, 0, len(kvs))
+		for _, p := range kvs {
+			id, _, err := q.parseDeadKey(p.Key)
+			if err != nil {
+				continue
+			}
+			ids = append(ids, id)
+		}
+		fs := make([]kv.Future[[]byte], len(ids))
+		for i, id := range ids {
+			fs[i] = snap.Get(q.k.jobKey(id))
+		}
+		for i, f := range fs {
+			v, err := f.Get()
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				continue
+			}
+			var rec record
+			if rec.unmarshal(v) != nil {
+				continue
+			}
+			page.Jobs = append(page.Jobs, JobInfo{
+				ID: ids[i], TaskType: rec.TaskType, Priority: Priority(rec.Priority), ItemSpace: rec.ItemSpace,
+				State: StateDead, Attempt: int(rec.Attempts), MaxAttempts: int(rec.MaxAttempts),
+				CreatedAt: time.UnixMilli(rec.CreatedAtMs), DeadAt: time.UnixMilli(rec.DeadAtMs),
+				LastError: rec.LastError, UniqueKey: rec.UniqueKey, Payload: rec.Payload,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return DeadPage{}, fmt.Errorf("quick: list dead %s: %w", taskType, err)
+	}
+	return page, nil
+}
+
+func (q *Queue) parseDeadKey(key []byte) (ID, int64, error) {
+	t, err := q.k.dead.Unpack(key)
+	if err != nil || len(t) != 3 {
+		return ID{}, 0, fmt.Errorf("%w: dead-letter key", ErrCorrupt)
+	}
+	ms, ok1 := t[1].(int64)
+	id, ok2 := t[2].(tuple.UUID)
+	if !ok1 || !ok2 {
+		return ID{}, 0, fmt.Errorf("%w: dead-letter key %v", ErrCorrupt, t)
+	}
+	return ID(id), ms, nil
+}
+
+// DeadCount returns the number of dead letters of a task type, from an
+// atomic counter (one read).
+func (q *Queue) DeadCount(ctx context.Context, taskType string) (int64, error) {
+	var n int64
+	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Snapshot().Get(q.k.deadCountKey(taskType)).Get()
+		if err != nil {
+			return err
+		}
+		n = decodeCounter(v)
+		return nil
+	})
+	return n, err
+}
+
+func decodeCounter(v []byte) int64 {
+	var b [8]byte
+	copy(b[:], v)
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// Requeue takes a job out of the dead letters and runs it now with its
+// attempts reset, keeping its payload and checkpoint.
+func (q *Queue) Requeue(ctx context.Context, id ID) error {
+	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+		v, err := tr.Get(q.k.jobKey(id)).Get()
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		var rec record
+		if err := rec.unmarshal(v); err != nil {
+			return err
+		}
+		if rec.State != stateDead {
+			return fmt.Errorf("%w: %s is not dead", ErrInvalidOption, id)
+		}
+		ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
+		if err != nil {
+			return err
+		}
+		now := q.Now()
+		tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
+		tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
+		key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
+		sv := schedValue{MaxAttempts: rec.MaxAttempts}
+		if ck != nil {
+			sv.Flags |= flagCheckpoint
+		}
+		tr.Set(key, sv.marshal())
+		rec.State, rec.DeadAtMs, rec.Attempts = stateActive, 0, 0
+		rec.PlacedAtMs, rec.PlacedLane = vestMs, int64(lane)
+		// A dead job gave up its unique key; requeued, it runs without one
+		// rather than take the key from a newer job.
+		rec.UniqueKey = ""
+		tr.Set(q.k.jobKey(id), rec.marshal())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("quick: requeue %s: %w", id, err)
+	}
+	return nil
+}
+
+// purgeBatch bounds one purge transaction.
+const purgeBatch = 500
+
+// PurgeDead deletes a task type's dead letters beyond the retention (older
+// than MaxAge, or the oldest beyond MaxCount), at most limit of them (default
+// 10,000), and returns how many it deleted. Any worker may run it; it reads
+// only the oldest end of the dead-letter index.
+func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, limit int) (int, error) {
+	if err := validTaskType(taskType); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		limit = 10_000
+	}
+	total := 0
+	for total < limit {
+		n := 0
+		err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+			n = 0
+			now := q.Now()
+			cv, err := tr.Snapshot().Get(q.k.deadCountKey(taskType)).Get()
+			if err != nil {
+				return err
+			}
+			count := decodeCounter(cv)
+			excess := int64(0)
+			if ret.MaxCount > 0 && count > int64(ret.MaxCount) {
+				excess = count - int64(ret.MaxCount)
+			}
+			kvs, err := tr.GetRange(rangeOf(q.k.dead.Sub(taskType)), kv.RangeOptions{Limit: min(purgeBatch, limit-total)}).GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range kvs {
+				id, ms, err := q.parseDeadKey(p.Key)
+				if err != nil {
+					tr.Clear(p.Key)
+					continue
+				}
+				old := ret.MaxAge > 0 && now.Sub(time.UnixMilli(ms)) > ret.MaxAge
+				if !old && int64(n) >= excess {
+					break
+				}
+				tr.Clear(p.Key)
+				tr.Clear(q.k.jobKey(id))
+				tr.Clear(q.k.ckptKey(id))
+				n++
+			}
+			if n > 0 {
+				tr.Add(q.k.deadCountKey(taskType), le64(-int64(n)))
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("quick: purge dead %s: %w", taskType, err)
+		}
+		total += n
+		if n == 0 {
+			break
+		}
+	}
+	return total, nil
+}
+
+// PurgeMarkers deletes the enqueue markers older than the idempotency
+// window. Markers sort by the time in their version 7 ID, so this is one
+// range clear with no read; any worker runs it now and then.
+func (q *Queue) PurgeMarkers(ctx context.Context) error {
+	cut := q.k.markKey(idFloor(q.Now().Add(-q.opts.IdempotencyWindow)))
+	return q.db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.KeyRange{Begin: rangeOf(q.k.mark).Begin, End: cut})
+		return nil
+	})
+}

@@ -1,0 +1,138 @@
+package quick
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// schemaVersion is the first element under the user's subspace, so that a
+// later layout can live beside this one during a migration.
+const schemaVersion = 1
+
+// The key layout, under the user's subspace S (docs/design.md explains it):
+//
+//	S (1, "cfg")                              queue configuration
+//	S (1, "s", type, lane, prio, vestMs, id)  schedule key: moves on claim/extend
+//	S (1, "j", id)                            record: payload and metadata
+//	S (1, "c", id)                            checkpoint bytes
+//	S (1, "m", id)                            enqueue marker (idempotent retries)
+//	S (1, "u", type, uniqueKey)               unique key -> id
+//	S (1, "d", type, deadMs, id)              dead-letter index
+//	S (1, "dn", type)                         dead-letter count (atomic)
+//	S (1, "t", type)                          known task types
+//	S (1, "w", ...)                           worker registry (package lanes)
+//	S (1, "wake", type)                       wake-up key for idle workers
+//	S (1, "sleep", type)                      until when idle workers sleep (atomic max, ms)
+//	S (1, "cron", ...)                        cron schedules (package cron)
+type keys struct {
+	root  tuple.Subspace
+	sched tuple.Subspace
+	job   tuple.Subspace
+	ckpt  tuple.Subspace
+	mark  tuple.Subspace
+	uniq  tuple.Subspace
+	dead  tuple.Subspace
+	deadN tuple.Subspace
+	types tuple.Subspace
+	wake  tuple.Subspace
+	sleep tuple.Subspace
+	cfg   []byte
+}
+
+func newKeys(space tuple.Subspace) keys {
+	root := space.Sub(int64(schemaVersion))
+	return keys{
+		root:  root,
+		sched: root.Sub("s"),
+		job:   root.Sub("j"),
+		ckpt:  root.Sub("c"),
+		mark:  root.Sub("m"),
+		uniq:  root.Sub("u"),
+		dead:  root.Sub("d"),
+		deadN: root.Sub("dn"),
+		types: root.Sub("t"),
+		wake:  root.Sub("wake"),
+		sleep: root.Sub("sleep"),
+		cfg:   root.Pack(tuple.Tuple{"cfg"}),
+	}
+}
+
+// laneOf hashes the schedule key without its lane: moving a job's vesting
+// time moves it to another lane, so no job stays behind an unlucky lane.
+func laneOf(taskType string, prio Priority, vestMs int64, id ID, n int) int {
+	return lanes.Of(tuple.Tuple{taskType, int64(prio), vestMs, tuple.UUID(id)}.Pack(), n)
+}
+
+// schedKey is a parsed schedule key.
+type schedKey struct {
+	TaskType string
+	Lane     int
+	Priority Priority
+	VestMs   int64
+	ID       ID
+}
+
+func (k keys) schedKey(taskType string, lane int, prio Priority, vestMs int64, id ID) []byte {
+	return k.sched.Pack(tuple.Tuple{taskType, int64(lane), int64(prio), vestMs, tuple.UUID(id)})
+}
+
+// place builds the schedule key of a job vesting at vest, choosing its lane.
+func (k keys) place(taskType string, prio Priority, vest time.Time, id ID, lanes int) (key []byte, lane int, vestMs int64) {
+	vestMs = vest.UnixMilli()
+	lane = laneOf(taskType, prio, vestMs, id, lanes)
+	return k.schedKey(taskType, lane, prio, vestMs, id), lane, vestMs
+}
+
+func (k keys) parseSched(key []byte) (schedKey, error) {
+	t, err := k.sched.Unpack(key)
+	if err != nil {
+		return schedKey{}, fmt.Errorf("%w: schedule key: %w", ErrCorrupt, err)
+	}
+	if len(t) != 5 {
+		return schedKey{}, fmt.Errorf("%w: schedule key has %d elements, want 5", ErrCorrupt, len(t))
+	}
+	tt, ok1 := t[0].(string)
+	lane, ok2 := t[1].(int64)
+	prio, ok3 := t[2].(int64)
+	vest, ok4 := t[3].(int64)
+	id, ok5 := t[4].(tuple.UUID)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+		return schedKey{}, fmt.Errorf("%w: schedule key %v has wrong element types", ErrCorrupt, t)
+	}
+	return schedKey{TaskType: tt, Lane: int(lane), Priority: Priority(prio), VestMs: vest, ID: ID(id)}, nil
+}
+
+// laneRange is every schedule key of one lane and priority of a task type.
+func (k keys) laneRange(taskType string, lane int, prio Priority) kv.KeyRange {
+	b, e := k.sched.Sub(taskType, int64(lane), int64(prio)).Range()
+	return kv.KeyRange{Begin: b, End: e}
+}
+
+// laneWindow is the part of a lane's range with vesting times in [from, to).
+func (k keys) laneWindow(taskType string, lane int, prio Priority, fromMs, toMs int64) kv.KeyRange {
+	s := k.sched.Sub(taskType, int64(lane), int64(prio))
+	return kv.KeyRange{Begin: s.Pack(tuple.Tuple{fromMs}), End: s.Pack(tuple.Tuple{toMs})}
+}
+
+func (k keys) jobKey(id ID) []byte  { return k.job.Pack(tuple.Tuple{tuple.UUID(id)}) }
+func (k keys) ckptKey(id ID) []byte { return k.ckpt.Pack(tuple.Tuple{tuple.UUID(id)}) }
+func (k keys) markKey(id ID) []byte { return k.mark.Pack(tuple.Tuple{tuple.UUID(id)}) }
+func (k keys) uniqKey(taskType, unique string) []byte {
+	return k.uniq.Pack(tuple.Tuple{taskType, unique})
+}
+func (k keys) deadKey(taskType string, deadMs int64, id ID) []byte {
+	return k.dead.Pack(tuple.Tuple{taskType, deadMs, tuple.UUID(id)})
+}
+func (k keys) deadCountKey(taskType string) []byte { return k.deadN.Pack(tuple.Tuple{taskType}) }
+func (k keys) typeKey(taskType string) []byte      { return k.types.Pack(tuple.Tuple{taskType}) }
+func (k keys) wakeKey(taskType string) []byte      { return k.wake.Pack(tuple.Tuple{taskType}) }
+func (k keys) sleepKey(taskType string) []byte     { return k.sleep.Pack(tuple.Tuple{taskType}) }
+
+func rangeOf(s tuple.Subspace) kv.KeyRange {
+	b, e := s.Range()
+	return kv.KeyRange{Begin: b, End: e}
+}

@@ -1,0 +1,559 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// Lease is a claimed job: what its handler needs, and the lease that lets its
+// holder change it. A Lease is a value; operations that move the job (Extend,
+// Checkpoint) return the new one. Every operation checks that the job's
+// schedule key still exists and carries this lease's token, so nothing a
+// worker does after losing its lease changes a job that someone else holds.
+// A holder whose lease expired but whom nobody has replaced still holds the
+// key and token, and may still complete: the job ran once, which is what
+// at-least-once promises.
+type Lease struct {
+	ID          ID
+	TaskType    string
+	Priority    Priority
+	ItemSpace   string
+	Payload     []byte
+	Checkpoint  []byte
+	Attempt     int // this run's number, from 1
+	MaxAttempts int
+	CreatedAt   time.Time
+	VestedAt    time.Time // when the job last became runnable
+	Deadline    time.Time // when the lease lapses unless extended
+	Holder      string
+	LastError   string // the previous attempt's error, if it failed
+
+	key  []byte
+	lane int
+	sv   schedValue
+}
+
+// Token returns the lease token (for logs and tests).
+func (l Lease) Token() uint64 { return l.sv.Token }
+
+// Lane returns the lane the job's schedule key is in now.
+func (l Lease) Lane() int { return l.lane }
+
+// AckKind says how a lease ends or changes.
+type AckKind int
+
+// The lease operations.
+const (
+	// AckComplete deletes the job.
+	AckComplete AckKind = iota + 1
+	// AckFail counts the attempt, keeps the error and retries after a
+	// backoff, or dead-letters the job when its attempts are spent.
+	AckFail
+	// AckSnooze runs the job again after Delay without spending an attempt.
+	AckSnooze
+	// AckRelease hands the job back to run now, without spending an attempt.
+	AckRelease
+	// AckDeadLetter moves the job to the dead letters at once.
+	AckDeadLetter
+)
+
+func (k AckKind) String() string {
+	switch k {
+	case AckComplete:
+		return "complete"
+	case AckFail:
+		return "fail"
+	case AckSnooze:
+		return "snooze"
+	case AckRelease:
+		return "release"
+	case AckDeadLetter:
+		return "dead-letter"
+	}
+	return "unknown"
+}
+
+// Ack ends or re-places a leased job.
+type Ack struct {
+	Lease Lease
+	Kind  AckKind
+	// Error is the failure text for AckFail and AckDeadLetter (truncated to
+	// 2,000 bytes).
+	Error string
+	// Delay is the snooze for AckSnooze; for AckFail it replaces the
+	// backoff when positive.
+	Delay time.Duration
+}
+
+// AckResult is what one ack did.
+type AckResult struct {
+	// Err is nil, or a LeaseLostError when the lease was gone.
+	Err error
+	// Dead is set when the job went to the dead letters.
+	Dead bool
+	// RunAt is when a failed, snoozed or released job runs next.
+	RunAt time.Time
+}
+
+// AckTx applies acks inside the caller's transaction, so a handler whose work
+// is FDB writes completes its job in the same transaction as that work: the
+// effect and the completion commit together or not at all. A lost lease
+// fails only its own ack (AckResult.Err); the others still apply.
+//
+// Keys: reads S(1,"s",...) of each lease (serializable: a concurrent claim of
+// the same job conflicts); for AckFail, AckSnooze, AckRelease and
+// AckDeadLetter also S(1,"j",id). Complete clears S(1,"s",...), S(1,"j",id),
+// and S(1,"c",id) and S(1,"u",...) when present; the others clear the
+// schedule key and set a new one and the record (dead letters: the record,
+// S(1,"d",type,ms,id) and an atomic add to S(1,"dn",type)).
+func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
+	for i, a := range acks {
+		if err := q.checkAck(a); err != nil {
+			return nil, fmt.Errorf("quick: ack %d: %w", i, err)
+		}
+	}
+	return q.ackTx(tr, q.plan(acks), nil)
+}
+
+// plannedAck is an ack with its outcome fixed before the retry loop: where a
+// re-placed job goes, so a retry can recognise its own earlier commit.
+type plannedAck struct {
+	Ack
+	now   time.Time
+	runAt time.Time // for fail (unless dead), snooze and release
+}
+
+func (q *Queue) plan(acks []Ack) []plannedAck {
+	now := q.Now()
+	out := make([]plannedAck, len(acks))
+	for i, a := range acks {
+		p := plannedAck{Ack: a, now: now}
+		switch a.Kind {
+		case AckFail:
+			d := a.Delay
+			if d <= 0 {
+				d = q.opts.Backoff(a.Lease.Attempt)
+			}
+			p.runAt = now.Add(d)
+		case AckSnooze:
+			p.runAt = now.Add(a.Delay)
+		case AckRelease:
+			p.runAt = now
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// ackTx applies acks. prevApplied marks the acks an earlier attempt applied
+// when that attempt may have committed: a lost lease there may be this
+// call's own earlier commit, which ackApplied recognises.
+func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
+	scheds := make([]kv.Future[[]byte], len(acks))
+	for i, a := range acks {
+		scheds[i] = tr.Get(a.Lease.key)
+	}
+	recs := make([]kv.Future[[]byte], len(acks))
+	for i, a := range acks {
+		if a.Kind != AckComplete || (prevApplied != nil && prevApplied[i]) {
+			recs[i] = tr.Snapshot().Get(q.k.jobKey(a.Lease.ID))
+		}
+	}
+	out := make([]AckResult, len(acks))
+	for i, a := range acks {
+		sv, err := q.held(scheds[i], a.Lease)
+		if err != nil {
+			if !IsLeaseLost(err) {
+				return nil, err
+			}
+			out[i].Err = err
+			if prevApplied != nil && prevApplied[i] {
+				if res, ok, err := q.ackApplied(tr, a, recs[i]); err != nil {
+					return nil, err
+				} else if ok {
+					out[i] = res
+				}
+			}
+			continue
+		}
+		if a.Kind == AckComplete {
+			q.completeTx(tr, a.Lease, sv)
+			continue
+		}
+		rv, err := recs[i].Get()
+		if err != nil {
+			return nil, err
+		}
+		var rec record
+		if rv != nil {
+			if err := rec.unmarshal(rv); err != nil {
+				return nil, fmt.Errorf("quick: job %s: %w", a.Lease.ID, err)
+			}
+		} else {
+			// The record is gone while the schedule key stays: rebuild what
+			// the lease knows rather than lose the job.
+			rec = record{TaskType: a.Lease.TaskType, Priority: int64(a.Lease.Priority), ItemSpace: a.Lease.ItemSpace,
+				Payload: a.Lease.Payload, MaxAttempts: sv.MaxAttempts, UniqueKey: sv.UniqueKey, CreatedAtMs: a.Lease.CreatedAt.UnixMilli()}
+		}
+		out[i] = q.replaceTx(tr, a, sv, &rec)
+	}
+	return out, nil
+}
+
+// ackApplied tells whether an earlier attempt of this ack committed: the
+// outcome it planned is in the database.
+func (q *Queue) ackApplied(tr kv.Transaction, a plannedAck, recF kv.Future[[]byte]) (AckResult, bool, error) {
+	rv, err := recF.Get()
+	if err != nil {
+		return AckResult{}, false, err
+	}
+	var rec record
+	if rv != nil {
+		if err := rec.unmarshal(rv); err != nil {
+			return AckResult{}, false, nil
+		}
+	}
+	switch {
+	case a.Kind == AckComplete:
+		return AckResult{}, rv == nil, nil
+	case rv != nil && rec.State == stateDead && rec.DeadAtMs == a.now.UnixMilli():
+		return AckResult{Dead: true}, true, nil
+	case a.Kind == AckDeadLetter:
+		return AckResult{}, false, nil
+	}
+	key, _, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, a.runAt, a.Lease.ID, q.lanes)
+	v, err := tr.Get(key).Get()
+	if err != nil || v == nil {
+		return AckResult{}, false, err
+	}
+	return AckResult{RunAt: time.UnixMilli(vestMs)}, true, nil
+}
+
+func (q *Queue) checkAck(a Ack) error {
+	if a.Lease.key == nil {
+		return fmt.Errorf("%w: the lease was not returned by Claim", ErrInvalidOption)
+	}
+	switch a.Kind {
+	case AckComplete, AckFail, AckRelease, AckDeadLetter:
+	case AckSnooze:
+		if a.Delay < 0 {
+			return fmt.Errorf("%w: negative snooze %v", ErrInvalidDelay, a.Delay)
+		}
+	default:
+		return fmt.Errorf("%w: unknown ack kind %d", ErrInvalidOption, a.Kind)
+	}
+	return nil
+}
+
+// held checks that the lease still holds its job and returns the schedule
+// value stored now.
+func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
+	v, err := f.Get()
+	if err != nil {
+		return schedValue{}, err
+	}
+	if v == nil {
+		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
+	}
+	var sv schedValue
+	if err := sv.unmarshal(v); err != nil {
+		return schedValue{}, fmt.Errorf("quick: job %s: %w", l.ID, err)
+	}
+	if sv.Token != l.sv.Token {
+		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "token"}
+	}
+	return sv, nil
+}
+
+func (q *Queue) completeTx(tr kv.Transaction, l Lease, sv schedValue) {
+	tr.Clear(l.key)
+	tr.Clear(q.k.jobKey(l.ID))
+	if sv.hasCheckpoint() {
+		tr.Clear(q.k.ckptKey(l.ID))
+	}
+	if sv.UniqueKey != "" {
+		tr.Clear(q.k.uniqKey(l.TaskType, sv.UniqueKey))
+	}
+}
+
+// replaceTx carries out a fail, snooze, release or dead-letter.
+func (q *Queue) replaceTx(tr kv.Transaction, a plannedAck, sv schedValue, rec *record) AckResult {
+	errText := truncate(a.Error, maxErrorLen)
+	switch a.Kind {
+	case AckDeadLetter:
+		q.deadLetterTx(tr, a.now, a.Lease.key, a.Lease.ID, sv, rec, errText)
+		return AckResult{Dead: true}
+	case AckFail:
+		if sv.MaxAttempts > 0 && sv.Attempt >= sv.MaxAttempts {
+			q.deadLetterTx(tr, a.now, a.Lease.key, a.Lease.ID, sv, rec, errText)
+			return AckResult{Dead: true}
+		}
+		rec.LastError = errText
+	case AckSnooze, AckRelease:
+		sv.Attempt--
+	}
+	runAt := a.runAt
+	if sv.Attempt < 0 {
+		sv.Attempt = 0
+	}
+	sv.Token, sv.Holder, sv.LeasedAtMs = 0, "", 0
+	key, lane, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, runAt, a.Lease.ID, q.lanes)
+	tr.Clear(a.Lease.key)
+	tr.Set(key, sv.marshal())
+	rec.PlacedAtMs, rec.PlacedLane, rec.Attempts = vestMs, int64(lane), sv.Attempt
+	tr.Set(q.k.jobKey(a.Lease.ID), rec.marshal())
+	return AckResult{RunAt: time.UnixMilli(vestMs)}
+}
+
+// deadLetterTx moves a job to the dead letters: its schedule key goes, its
+// record stays (marked dead, with its payload and checkpoint, for inspection
+// and requeue), and the dead-letter index gets a key ordered by time.
+func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID, sv schedValue, rec *record, errText string) {
+	tr.Clear(key)
+	rec.State = stateDead
+	rec.DeadAtMs = now.UnixMilli()
+	rec.LastError = errText
+	rec.Attempts = sv.Attempt
+	tr.Set(q.k.jobKey(id), rec.marshal())
+	tr.Set(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id), nil)
+	tr.Add(q.k.deadCountKey(rec.TaskType), le64(1))
+	if sv.UniqueKey != "" {
+		tr.Clear(q.k.uniqKey(rec.TaskType, sv.UniqueKey))
+	}
+}
+
+// Ack applies acks in transactions of its own (up to 500 a transaction).
+// It returns one result per ack; a lost lease fails only its own ack.
+func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
+	for i, a := range acks {
+		if err := q.checkAck(a); err != nil {
+			return nil, fmt.Errorf("quick: ack %d: %w", i, err)
+		}
+	}
+	planned := q.plan(acks)
+	out := make([]AckResult, 0, len(acks))
+	for start := 0; start < len(acks); start += ackBatch {
+		end := min(start+ackBatch, len(acks))
+		var res []AckResult
+		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+			var prev []bool
+			if maybeCommitted && res != nil {
+				prev = make([]bool, len(res))
+				for i, r := range res {
+					prev[i] = r.Err == nil
+				}
+			}
+			var err error
+			res, err = q.ackTx(tr, planned[start:end], prev)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("quick: ack: %w", err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// ackBatch keeps an ack transaction small: an ack writes at most a record
+// (about 100 KB in the worst case), so 500 of the usual few hundred bytes
+// stay far under FDB's 1 MB advice. Complete, the common case, writes only
+// clears.
+const ackBatch = 500
+
+// Complete deletes a finished job.
+func (q *Queue) Complete(ctx context.Context, l Lease) error {
+	return q.ackOne(ctx, Ack{Lease: l, Kind: AckComplete})
+}
+
+// CompleteTx deletes a finished job inside the caller's transaction.
+func (q *Queue) CompleteTx(tr kv.Transaction, l Lease) error {
+	res, err := q.AckTx(tr, Ack{Lease: l, Kind: AckComplete})
+	if err != nil {
+		return err
+	}
+	return res[0].Err
+}
+
+// Fail records a failed attempt: the job runs again after a backoff, or goes
+// to the dead letters if it has spent its attempts. It reports which.
+func (q *Queue) Fail(ctx context.Context, l Lease, errText string) (dead bool, err error) {
+	res, err := q.Ack(ctx, Ack{Lease: l, Kind: AckFail, Error: errText})
+	if err != nil {
+		return false, err
+	}
+	return res[0].Dead, res[0].Err
+}
+
+// Snooze runs the job again after d without spending an attempt.
+func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
+	return q.ackOne(ctx, Ack{Lease: l, Kind: AckSnooze, Delay: d})
+}
+
+// Release hands the job back to run now, without spending an attempt, as a
+// worker does when it shuts down.
+func (q *Queue) Release(ctx context.Context, l Lease) error {
+	return q.ackOne(ctx, Ack{Lease: l, Kind: AckRelease})
+}
+
+// DeadLetter moves the job to the dead letters at once.
+func (q *Queue) DeadLetter(ctx context.Context, l Lease, reason string) error {
+	return q.ackOne(ctx, Ack{Lease: l, Kind: AckDeadLetter, Error: reason})
+}
+
+func (q *Queue) ackOne(ctx context.Context, a Ack) error {
+	res, err := q.Ack(ctx, a)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
+}
+
+// Extend moves the lease's deadline to now + d and returns the new lease.
+// It rewrites only the small schedule key, never the payload or checkpoint.
+func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, error) {
+	ls, errs, err := q.ExtendMany(ctx, []Lease{l}, d)
+	if err != nil {
+		return l, err
+	}
+	return ls[0], errs[0]
+}
+
+// ExtendMany renews many leases in few transactions (500 a transaction). A
+// lost lease fails only its own entry in errs, and its Lease comes back
+// unchanged.
+//
+// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one.
+func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
+	if err := q.checkLease(d); err != nil {
+		return nil, nil, err
+	}
+	out := make([]Lease, len(ls))
+	errs := make([]error, len(ls))
+	applied := make([]bool, len(ls))
+	deadline := q.Now().Add(d)
+	for start := 0; start < len(ls); start += ackBatch {
+		end := min(start+ackBatch, len(ls))
+		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+			fs := make([]kv.Future[[]byte], end-start)
+			for i := range fs {
+				fs[i] = tr.Get(ls[start+i].key)
+			}
+			for i, f := range fs {
+				l := ls[start+i]
+				sv, err := q.held(f, l)
+				if err != nil {
+					if !IsLeaseLost(err) {
+						return err
+					}
+					out[start+i], errs[start+i] = l, err
+					if maybeCommitted && applied[start+i] {
+						if moved, ok, err := q.movedTo(tr, l, deadline); err != nil {
+							return err
+						} else if ok {
+							out[start+i], errs[start+i] = moved, nil
+						}
+					}
+					continue
+				}
+				out[start+i], errs[start+i] = q.moveTx(tr, l, sv, deadline), nil
+				applied[start+i] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("quick: extend: %w", err)
+		}
+	}
+	return out, errs, nil
+}
+
+// movedTo tells whether an earlier attempt moved the lease to deadline: the
+// key it planned holds the lease's token.
+func (q *Queue) movedTo(tr kv.Transaction, l Lease, deadline time.Time) (Lease, bool, error) {
+	key, lane, _ := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	v, err := tr.Get(key).Get()
+	if err != nil || v == nil {
+		return l, false, err
+	}
+	var sv schedValue
+	if sv.unmarshal(v) != nil || sv.Token != l.sv.Token {
+		return l, false, nil
+	}
+	l.key, l.lane, l.sv = key, lane, sv
+	l.Deadline = deadline.Truncate(time.Millisecond)
+	return l, true, nil
+}
+
+// moveTx moves a held job's schedule key to a new deadline.
+func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.Time) Lease {
+	key, lane, _ := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	tr.Clear(l.key)
+	tr.Set(key, sv.marshal())
+	l.key, l.lane, l.sv = key, lane, sv
+	l.Deadline = deadline.Truncate(time.Millisecond)
+	return l
+}
+
+// Checkpoint stores progress bytes in the job, so whoever holds it next
+// resumes from there, and extends the lease to now + d in the same
+// transaction. The checkpoint is its own key: storing it never rewrites the
+// payload.
+//
+// Keys: reads S(1,"s",...); sets S(1,"c",id); clears and sets S(1,"s",...).
+func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Duration) (Lease, error) {
+	if len(state) > MaxCheckpointLen {
+		return l, fmt.Errorf("quick: checkpoint of %d bytes: %w (at most %d)", len(state), ErrTooLarge, MaxCheckpointLen)
+	}
+	if err := q.checkLease(d); err != nil {
+		return l, err
+	}
+	var out Lease
+	deadline := q.Now().Add(d)
+	applied := false
+	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+		sv, err := q.held(tr.Get(l.key), l)
+		if err != nil {
+			if maybeCommitted && applied && IsLeaseLost(err) {
+				moved, ok, merr := q.movedTo(tr, l, deadline)
+				if merr != nil {
+					return merr
+				}
+				if ok {
+					out = moved
+					out.Checkpoint = state
+					return nil
+				}
+			}
+			return err
+		}
+		tr.Set(q.k.ckptKey(l.ID), state)
+		sv.Flags |= flagCheckpoint
+		out = q.moveTx(tr, l, sv, deadline)
+		out.Checkpoint = state
+		applied = true
+		return nil
+	})
+	if err != nil {
+		return l, fmt.Errorf("quick: checkpoint: %w", err)
+	}
+	return out, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func le64(v int64) []byte {
+	b := make([]byte, 8)
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+	return b
+}

@@ -1,0 +1,154 @@
+package quick
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// Priority orders vested jobs: a worker claims every vested High job it sees
+// before any Normal one, and Normal before Low. Each level is its own range in
+// every lane, so a backlog of low-priority jobs never stands in front of a
+// high-priority one; three levels keep a lane scan to three range reads. The
+// zero value means Normal.
+type Priority int64
+
+// The priority levels.
+const (
+	High   Priority = 1
+	Normal Priority = 2
+	Low    Priority = 3
+)
+
+// priorities lists the levels in the order claims take them.
+const numPriorities = 3
+
+var priorities = [numPriorities]Priority{High, Normal, Low}
+
+func (p Priority) normalize() (Priority, error) {
+	if p == 0 {
+		return Normal, nil
+	}
+	if p < High || p > Low {
+		return 0, fmt.Errorf("%w: %d (want High, Normal or Low)", ErrInvalidPriority, int64(p))
+	}
+	return p, nil
+}
+
+func (p Priority) String() string {
+	switch p {
+	case High:
+		return "high"
+	case Normal:
+		return "normal"
+	case Low:
+		return "low"
+	}
+	return fmt.Sprintf("priority(%d)", int64(p))
+}
+
+// ParsePriority reads "high", "normal" or "low".
+func ParsePriority(s string) (Priority, error) {
+	switch s {
+	case "high", "1":
+		return High, nil
+	case "normal", "", "2":
+		return Normal, nil
+	case "low", "3":
+		return Low, nil
+	}
+	return 0, fmt.Errorf("%w: %q (want high, normal or low)", ErrInvalidPriority, s)
+}
+
+// Limits on what one job may hold. A record is one FDB value, at most
+// 100,000 bytes; the rest of the record needs room too.
+const (
+	MaxTaskTypeLen   = 128
+	MaxPayloadSize   = 90_000
+	MaxCheckpointLen = kv.MaxValueSize
+	MaxUniqueKeyLen  = 512
+	MaxItemSpaceLen  = 256
+	maxErrorLen      = 2_000
+	// MinLease keeps a lease safe against FDB's 5-second transaction limit:
+	// a claim may take up to 5 s to commit, and the lease keeper needs time
+	// to renew before expiry.
+	MinLease = 10 * time.Second
+)
+
+// Options configure a Queue. The zero value is usable.
+type Options struct {
+	// Lanes is the number of hash lanes per task type. It is stored in the
+	// database when the queue is first opened, and later opens use the
+	// stored value (a different one here is ignored and logged), since
+	// producers and workers must agree. Default 16.
+	Lanes int
+	// Clock is the queue's time; tests inject a clock.Fake. Default real.
+	Clock clock.Clock
+	// MaxLease caps any lease (claim or extension). Lookup by ID scans the
+	// window a lease can reach, so it must be bounded. Default 15 minutes.
+	MaxLease time.Duration
+	// IdempotencyWindow is how long the marker of an enqueued job ID is kept
+	// after the ID's time, so that a retried enqueue finds the job even when
+	// it already ran. IDs older than half the window are refused. Default 1 h.
+	IdempotencyWindow time.Duration
+	// MaxAttempts is the default for jobs that set none. Default 25.
+	MaxAttempts int
+	// Backoff computes the delay before retrying a failed job. Default
+	// DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	// DeadRetention bounds the dead letters kept per task type.
+	DeadRetention Retention
+	// Logger receives the queue's logs. Default slog.Default().
+	Logger *slog.Logger
+	// DisableWakeOnEnqueue stops enqueue from waking idle workers. By
+	// default an enqueue makes one snapshot read of the task type's sleep
+	// key (SleepKey), alongside its other reads, and adds one atomic add to
+	// the wake key (WakeKey) only when a worker sleeps on it and a new job
+	// vests now; with it set, workers find new jobs by polling alone.
+	DisableWakeOnEnqueue bool
+}
+
+// Retention bounds dead letters by age and count; zero means no bound.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxCount int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Lanes <= 0 {
+		o.Lanes = 16
+	}
+	o.Clock = clock.Or(o.Clock)
+	if o.MaxLease <= 0 {
+		o.MaxLease = 15 * time.Minute
+	}
+	if o.IdempotencyWindow <= 0 {
+		o.IdempotencyWindow = time.Hour
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 25
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.DeadRetention == (Retention{}) {
+		o.DeadRetention = Retention{MaxAge: 7 * 24 * time.Hour, MaxCount: 10_000}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Lanes > 4096 {
+		return fmt.Errorf("%w: Lanes %d is over 4096", ErrInvalidOption, o.Lanes)
+	}
+	if o.MaxLease < MinLease {
+		return fmt.Errorf("%w: MaxLease %v is under the minimum lease %v", ErrInvalidOption, o.MaxLease, MinLease)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// Queue is a QuiCK queue under one subspace of a database. It is safe for
+// concurrent use; every method is one or a few FDB transactions.
+type Queue struct {
+	db    kv.Database
+	space tuple.Subspace
+	k     keys
+	opts  Options
+	lanes int
+
+	// knownTypes caches the task types this process has registered, so only
+	// the first enqueue of a type per process pays for registering it.
+	knownTypes sync.Map
+}
+
+// Open opens the queue under space, creating its configuration on first use.
+//
+// Keys: reads and may write S(1,"cfg").
+func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Options) (*Queue, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{db: db, space: space, k: newKeys(space), opts: opts}
+	err := db.Transact(ctx, func(tr kv.Transaction) error {
+		v, err := tr.Get(q.k.cfg).Get()
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			q.lanes = opts.Lanes
+			tr.Set(q.k.cfg, marshalConfig(opts.Lanes))
+			return nil
+		}
+		n, err := unmarshalConfig(v)
+		if err != nil {
+			return err
+		}
+		q.lanes = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("quick: open queue: %w", err)
+	}
+	if q.lanes != opts.Lanes {
+		opts.Logger.Info("quick: queue was created with another lane count; using the stored one",
+			"stored", q.lanes, "asked", opts.Lanes)
+	}
+	return q, nil
+}
+
+// DB returns the queue's database.
+func (q *Queue) DB() kv.Database { return q.db }
+
+// Lanes returns the number of lanes per task type.
+func (q *Queue) Lanes() int { return q.lanes }
+
+// Subspace returns the subspace the queue lives under.
+func (q *Queue) Subspace() tuple.Subspace { return q.space }
+
+// Root returns the subspace of this schema version, under which other
+// packages (lanes, cron) keep their keys beside the queue's.
+func (q *Queue) Root() tuple.Subspace { return q.k.root }
+
+// Now returns the queue clock's time.
+func (q *Queue) Now() time.Time { return q.opts.Clock.Now() }
+
+// Options returns the queue's options, defaults filled in.
+func (q *Queue) Options() Options { return q.opts }
+
+// NewID returns a new job ID from the queue's clock.
+func (q *Queue) NewID() ID { return NewID(q.Now()) }
+
+// WakeKey is the key idle workers of a task type watch. An enqueue adds 1
+// to it (an atomic add, which conflicts with nothing) when a job it writes
+// vests at once and SleepKey says a worker sleeps; see
+// Options.DisableWakeOnEnqueue.
+func (q *Queue) WakeKey(taskType string) []byte { return q.k.wakeKey(taskType) }
+
+// SleepKey holds, as a little-endian unsigned count of Unix milliseconds,
+// the latest time until which an idle worker of the task type sleeps on
+// WakeKey's watch. Workers raise it with an atomic max before they sleep and
+// never lower it: a worker that crashed asleep stops counting when its
+// sleep would have ended, with no cleanup.
+func (q *Queue) SleepKey(taskType string) []byte { return q.k.sleepKey(taskType) }
+
+func marshalConfig(lanes int) []byte {
+	b := protowire.AppendTag(nil, 1, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(lanes))
+}
+
+func unmarshalConfig(b []byte) (int, error) {
+	lanes := 0
+	err := walk(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+		if num == 1 {
+			lanes = int(x)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if lanes <= 0 || lanes > 4096 {
+		return 0, fmt.Errorf("%w: configuration holds %d lanes", ErrCorrupt, lanes)
+	}
+	return lanes, nil
+}
+
+func validTaskType(t string) error {
+	if t == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidTaskType)
+	}
+	if len(t) > MaxTaskTypeLen {
+		return fmt.Errorf("%w: %d bytes, over %d", ErrInvalidTaskType, len(t), MaxTaskTypeLen)
+	}
+	return nil
+}
+
+// transact runs fn with the database's retry loop, telling it whether an
+// earlier attempt may have committed (it ended in commit_unknown_result).
+// Operations use that to recognise their own earlier commit on a retry, so
+// each is applied once: times, tokens and delays are fixed outside the loop,
+// and a retry checks for the outcome it intended before reporting a lost
+// lease or a duplicate.
+func (q *Queue) transact(ctx context.Context, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
+	tr, err := q.db.CreateTransaction()
+	if err != nil {
+		return err
+	}
+	w := &commitWatch{Transaction: tr}
+	return kv.Retry(ctx, w, func(kv.Transaction) error { return fn(w, w.unknown) })
+}
+
+type commitWatch struct {
+	kv.Transaction
+	unknown bool
+}
+
+func (c *commitWatch) Commit() error {
+	err := c.Transaction.Commit()
+	if kv.IsMaybeCommitted(err) {
+		c.unknown = true
+	}
+	return err
+}
