@@ -145,7 +145,8 @@ type Transaction interface {
 	// commits with. The future is ready once the transaction commits. If the
 	// commit fails it fails too (FDB 7.3 reports 2020
 	// transaction_invalid_version rather than the commit's error); for a
-	// read-only transaction it fails with 2021 no_commit_version.
+	// read-only transaction it fails with 2021 no_commit_version. Call it
+	// before Commit (after, FDB answers 2017 used_during_commit).
 	GetVersionstamp() Future[[]byte]
 
 	// AddReadConflictKey makes the transaction conflict as if it had read key.
@@ -176,8 +177,8 @@ type Transaction interface {
 
 	// Commit commits the transaction. A nil error means it committed.
 	Commit() error
-	// GetCommittedVersion returns the version the transaction committed at,
-	// -1 for a read-only transaction; valid after Commit returned nil.
+	// GetCommittedVersion returns the version the transaction committed at;
+	// -1 for a read-only transaction and before a commit.
 	GetCommittedVersion() (int64, error)
 	// OnError decides whether err may be retried. For a retryable error it
 	// waits a backoff, resets the transaction and returns nil; otherwise it
@@ -205,8 +206,8 @@ type TransactionOptions interface {
 	// SetPriorityBatch lowers the transaction to batch priority, so that a
 	// loaded cluster throttles it before default-priority work.
 	SetPriorityBatch() error
-	// SetTag adds a throttling tag (at most 16 bytes; FDB allows 5 a
-	// transaction).
+	// SetTag adds a throttling tag: at most 255 bytes (2110 tag_too_long)
+	// and 5 tags a transaction (2109 too_many_tags), as in FDB 7.3.
 	SetTag(tag string) error
 	// SetAutoThrottleTag adds a tag that the cluster may throttle on its own.
 	SetAutoThrottleTag(tag string) error

@@ -33,7 +33,7 @@ type ClaimOptions struct {
 	// BatchPriority runs the claim at FDB's batch priority, so a loaded
 	// cluster sheds queue work before the application's own transactions.
 	BatchPriority bool
-	// Tag is an FDB throttling tag for the claim (at most 16 bytes).
+	// Tag is an FDB throttling tag for the claim (at most 255 bytes).
 	Tag string
 }
 
@@ -79,8 +79,8 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
-	if len(o.Tag) > 16 {
-		return o, fmt.Errorf("%w: tag %q is over 16 bytes", ErrInvalidOption, o.Tag)
+	if len(o.Tag) > 255 {
+		return o, fmt.Errorf("%w: tag %q is over 255 bytes", ErrInvalidOption, o.Tag)
 	}
 	if o.Lanes == nil {
 		o.Lanes = make([]int, q.lanes)
