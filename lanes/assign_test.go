@@ -2,7 +2,6 @@ package lanes
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 )
@@ -45,7 +44,8 @@ func TestWeightVectors(t *testing.T) {
 	}
 	ms := []string{"a", "b", "c"}
 	for self, want := range map[string][]int{
-		"a": {1, 3, 5, 8, 15}, "b": {0, 6, 10}, "c": {2, 4, 7, 9, 11, 12, 13, 14},
+		// Plain rendezvous gave 5/3/8; the bound (6 each) gives 6/4/6.
+		"a": {1, 3, 5, 8, 14, 15}, "b": {0, 6, 10, 13}, "c": {2, 4, 7, 9, 11, 12},
 	} {
 		if got := Assign(16, ms, self, 1); !slices.Equal(got, want) {
 			t.Errorf("Assign(16, %v, %q, 1) = %v, want %v", ms, self, got, want)
@@ -64,7 +64,7 @@ func TestAssignCoverage(t *testing.T) {
 					if want := min(r, w); len(ws) != want {
 						t.Fatalf("n=%d w=%d r=%d: lane %d watched by %v, want %d watchers", n, w, r, l, ws, want)
 					}
-					if own := Owners(l, ms, r); !sameSet(own, ws) {
+					if own := Owners(l, n, ms, r); !sameSet(own, ws) {
 						t.Fatalf("Owners(%d) = %v, Assign gives %v", l, own, ws)
 					}
 				}
@@ -73,28 +73,32 @@ func TestAssignCoverage(t *testing.T) {
 	}
 }
 
-// Each of W workers gets about n·R/W lanes. A worker's count is binomial
-// (n, R/W); the bound is 5 standard deviations, deterministic since the
-// IDs are fixed.
+// Each of W workers gets about n·R/W lanes: the bounded load caps every
+// share at ceil(n·R/W) (one more where coverage needs it), and the shares
+// add up to n·R, so none falls below n·R − (W−1)·cap.
 func TestAssignBalance(t *testing.T) {
-	for _, c := range []struct{ n, w, r int }{{256, 4, 1}, {1024, 10, 1}, {1024, 10, 2}, {512, 32, 3}} {
+	for _, c := range []struct{ n, w, r int }{{16, 2, 1}, {16, 3, 1}, {256, 4, 1}, {1024, 10, 1}, {1024, 10, 2}, {512, 32, 3}, {7, 16, 1}} {
 		ms := workers(c.w)
-		p := float64(c.r) / float64(c.w)
-		mean := float64(c.n) * p
-		sd := math.Sqrt(float64(c.n) * p * (1 - p))
+		capacity := (c.n*c.r + c.w - 1) / c.w
+		floor := max(c.n*min(c.r, c.w)-(c.w-1)*(capacity+1), 0)
+		total := 0
 		for _, m := range ms {
-			got := float64(len(Assign(c.n, ms, m, c.r)))
-			if math.Abs(got-mean) > 5*sd {
-				t.Errorf("n=%d w=%d r=%d: %s has %v lanes, want %.0f ± %.0f", c.n, c.w, c.r, m, got, mean, 5*sd)
+			got := len(Assign(c.n, ms, m, c.r))
+			total += got
+			if got > capacity+1 || got < floor {
+				t.Errorf("n=%d w=%d r=%d: %s has %d lanes, want %d..%d", c.n, c.w, c.r, m, got, floor, capacity+1)
 			}
+		}
+		if total != c.n*min(c.r, c.w) {
+			t.Errorf("n=%d w=%d r=%d: %d lane slots assigned, want %d", c.n, c.w, c.r, total, c.n*min(c.r, c.w))
 		}
 	}
 }
 
-// When a member leaves, only the lanes it watched change hands; every other
-// worker keeps all it had. When it joins, it only takes lanes, and the
-// others only lose lanes (to it).
-func TestAssignMinimalMovement(t *testing.T) {
+// When a member leaves, its lanes change hands, and so may a few others
+// that the new bound lets overflow; far fewer than a modulo assignment
+// would move (nearly all). Joining is the same comparison read backwards.
+func TestAssignBoundedMovement(t *testing.T) {
 	const n = 512
 	for _, r := range []int{1, 2} {
 		all := workers(8)
@@ -102,34 +106,24 @@ func TestAssignMinimalMovement(t *testing.T) {
 		rest := slices.Delete(slices.Clone(all), 3, 4)
 		before := watchers(n, all, r)
 		after := watchers(n, rest, r)
-		moved := 0
+		held, others := 0, 0
 		for l := range n {
 			if slices.Contains(before[l], gone) {
-				moved++
-				// The survivors of the lane keep it.
-				for _, m := range before[l] {
-					if m != gone && !slices.Contains(after[l], m) {
-						t.Errorf("r=%d lane %d: %s lost it though only %s left", r, l, m, gone)
-					}
-				}
+				held++
 				continue
 			}
 			if !sameSet(before[l], after[l]) {
-				t.Errorf("r=%d lane %d: watchers %v -> %v though %s did not watch it", r, l, before[l], after[l], gone)
+				others++
 			}
 		}
-		if moved == 0 {
+		if held == 0 {
 			t.Fatalf("r=%d: %s watched nothing", r, gone)
 		}
-		// Joining is the same comparison read backwards.
-		for _, m := range rest {
-			got, had := Assign(n, all, m, r), Assign(n, rest, m, r)
-			for _, l := range got {
-				if !slices.Contains(had, l) {
-					t.Errorf("r=%d: %s gained lane %d when %s joined", r, m, l, gone)
-				}
-			}
+		// Measured: r=1 moves 64 + 53 others, r=2 128 + 87 others of 512.
+		if others > held {
+			t.Errorf("r=%d: %d other lanes moved when %s left with %d", r, others, gone, held)
 		}
+		t.Logf("r=%d: %s held %d lanes; %d other lanes moved", r, gone, held, others)
 	}
 }
 

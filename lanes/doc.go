@@ -18,7 +18,7 @@
 // same transaction, reads every member of its task type (snapshot reads,
 // so the heartbeat transaction never conflicts). Each Tracker keeps its own
 // view of the members and computes its own lanes from it with rendezvous
-// hashing (Assign). Workers whose views agree agree on the lanes. Views
+// hashing under a load bound (Assign), so shares are equal to within a lane. Workers whose views agree agree on the lanes. Views
 // differ for about one period after a join or a Leave, and for up to
 // Timeout after a death (the dead worker's lanes wait for the survivors to
 // notice). A worker that has seen a member only once, and so cannot yet

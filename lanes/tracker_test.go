@@ -412,14 +412,17 @@ func TestHeartbeatCost(t *testing.T) {
 	// some up (publishing their new lanes) once they have seen it beat; the
 	// joiner, which watched every lane until it saw the others beat, drops
 	// to its share one round earlier.
-	for i, extra := range []int64{1, int64(len(trs))} {
+	// With bounded loads a join can also move lanes between the others, so
+	// each round costs one beat per worker plus at most one info Set each.
+	for i := range 2 {
 		before = cdb.Stats()
 		e.tick(trs...)
 		beat(t, joiner)
 		change := cdb.Stats().Sub(before)
 		t.Logf("round %d after a join, %d workers: %v", i+1, len(trs)+1, change)
-		if want := int64(len(trs)) + 1 + extra; change.Mutations != want {
-			t.Errorf("round %d after a join: %d mutations, want %d", i+1, change.Mutations, want)
+		workers := int64(len(trs)) + 1
+		if change.Mutations < workers+1 || change.Mutations > 2*workers {
+			t.Errorf("round %d after a join: %d mutations, want %d..%d", i+1, change.Mutations, workers+1, 2*workers)
 		}
 	}
 }
