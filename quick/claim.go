@@ -50,6 +50,8 @@ type Claimed struct {
 	// DeadLettered counts jobs moved to the dead letters instead of being
 	// claimed: their attempts had all been spent by holders that vanished.
 	DeadLettered int
+
+	deadIDs []ID
 }
 
 const defaultLease = 30 * time.Second
@@ -121,8 +123,9 @@ type candidate struct {
 // claims of different jobs never conflict; two claims of the same job
 // conflict and one fails, so two workers never both hold a live lease.
 //
-// Keys: snapshot range reads of S(1,"s",type,lane,prio) for each lane and
-// priority; snapshot reads of S(1,"j",id) and, for checkpointed jobs,
+// Keys: a snapshot range read of S(1,"s",type,lane) for each lane (and of
+// S(1,"s",type,lane,prio) for the lower priorities of a lane whose read
+// ended among future keys); snapshot reads of S(1,"j",id) and, for checkpointed jobs,
 // S(1,"c",id); per job taken: a read-conflict key, a clear and a set of
 // S(1,"s",...). A job whose attempts were all spent is dead-lettered instead
 // (see Fail).
@@ -137,22 +140,34 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 		if err := setClaimOptions(tr, opts); err != nil {
 			return err
 		}
-		if maybeCommitted && len(res.Jobs) > 0 {
-			// The previous attempt may have committed: if its leases are in
-			// place, they are this claim's, and claiming again would strand
-			// them until they lapse.
-			mine, err := q.stillHeld(tr, res.Jobs)
-			if err != nil {
+		// The previous attempt may have committed: the jobs it
+		// dead-lettered are then gone from the scan, and its leases are
+		// this claim's (claiming again would strand them until they lapse).
+		var carried []ID
+		if maybeCommitted {
+			var err error
+			if carried, err = q.deadAt(tr, res.deadIDs, now); err != nil {
 				return err
 			}
-			if len(mine) > 0 {
-				res.Jobs = mine
-				return nil
+			if len(res.Jobs) > 0 {
+				mine, err := q.stillHeld(tr, res.Jobs)
+				if err != nil {
+					return err
+				}
+				if len(mine) > 0 {
+					res.Jobs, res.deadIDs, res.DeadLettered = mine, carried, len(carried)
+					return nil
+				}
 			}
 		}
-		var err error
-		res, err = q.claimTx(tr, opts, now)
-		return err
+		r, err := q.claimTx(tr, opts, now)
+		if err != nil {
+			return err
+		}
+		r.deadIDs = append(r.deadIDs, carried...)
+		r.DeadLettered = len(r.deadIDs)
+		res = r
+		return nil
 	})
 	if err != nil {
 		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
@@ -178,6 +193,55 @@ func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
 	return nil
 }
 
+// scanVested adds the vested keys of a lane scan to cands and lowers next to
+// the earliest future vesting time seen. It returns the priority of the last
+// key and whether that key is in the future.
+func (q *Queue) scanVested(kvs []kv.KeyValue, nowMs int64, cands *[]candidate, next *int64) (Priority, bool) {
+	last, lastFuture := Priority(0), false
+	for _, p := range kvs {
+		sk, err := q.k.parseSched(p.Key)
+		if err != nil {
+			q.opts.Logger.Warn("quick: skipping a schedule key that does not parse", "key", fmt.Sprintf("%x", p.Key), "err", err)
+			continue
+		}
+		last, lastFuture = sk.Priority, sk.VestMs > nowMs
+		if lastFuture {
+			if *next == 0 || sk.VestMs < *next {
+				*next = sk.VestMs
+			}
+			continue
+		}
+		var sv schedValue
+		if err := sv.unmarshal(p.Value); err != nil {
+			q.opts.Logger.Warn("quick: skipping a job whose schedule value does not decode", "id", sk.ID, "err", err)
+			continue
+		}
+		*cands = append(*cands, candidate{key: p.Key, sk: sk, sv: sv})
+	}
+	return last, lastFuture
+}
+
+// deadAt returns the jobs among ids that were dead-lettered at now: by an
+// earlier attempt of this claim, since now is fixed per call.
+func (q *Queue) deadAt(tr kv.Transaction, ids []ID, now time.Time) ([]ID, error) {
+	fs := make([]kv.Future[[]byte], len(ids))
+	for i, id := range ids {
+		fs[i] = tr.Snapshot().Get(q.k.jobKey(id))
+	}
+	var out []ID
+	for i, f := range fs {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		var rec record
+		if v != nil && rec.unmarshal(v) == nil && rec.State == stateDead && rec.DeadAtMs == now.UnixMilli() {
+			out = append(out, ids[i])
+		}
+	}
+	return out, nil
+}
+
 // stillHeld returns the leases whose keys hold their tokens.
 func (q *Queue) stillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
 	fs := make([]kv.Future[[]byte], len(ls))
@@ -200,48 +264,47 @@ func (q *Queue) stillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
 func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Claimed, error) {
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
-	type scan struct {
-		prio Priority
-		rr   kv.RangeResult
-	}
-	scans := make([]scan, 0, len(opts.Lanes)*len(priorities))
-	for _, lane := range opts.Lanes {
-		for _, p := range priorities {
-			scans = append(scans, scan{p, snap.GetRange(q.k.laneRange(opts.TaskType, lane, p), kv.RangeOptions{Limit: opts.ScanLimit})})
-		}
-	}
+	// One range read per lane covers its three priorities, which are
+	// consecutive ranges of the lane, High first. A read that ends among
+	// future keys of one priority (leased or delayed jobs) has not shown the
+	// lower priorities; they get a read each in a second round trip. An idle
+	// lane so costs one range read, not three.
 	var (
 		res   Claimed
 		cands []candidate
 		next  int64
 	)
-	for _, s := range scans {
-		kvs, err := s.rr.GetSliceWithError()
+	limit := kv.RangeOptions{Limit: opts.ScanLimit}
+	first := make([]kv.RangeResult, len(opts.Lanes))
+	for i, lane := range opts.Lanes {
+		first[i] = snap.GetRange(q.k.laneAll(opts.TaskType, lane), limit)
+	}
+	var follow []kv.RangeResult
+	for i, rr := range first {
+		kvs, err := rr.GetSliceWithError()
 		if err != nil {
 			return Claimed{}, err
 		}
-		vested := 0
-		for _, p := range kvs {
-			sk, err := q.k.parseSched(p.Key)
-			if err != nil {
-				q.opts.Logger.Warn("quick: skipping a schedule key that does not parse", "key", fmt.Sprintf("%x", p.Key), "err", err)
-				continue
-			}
-			if sk.VestMs > nowMs {
-				if next == 0 || sk.VestMs < next {
-					next = sk.VestMs
-				}
-				break
-			}
-			var sv schedValue
-			if err := sv.unmarshal(p.Value); err != nil {
-				q.opts.Logger.Warn("quick: skipping a job whose schedule value does not decode", "id", sk.ID, "err", err)
-				continue
-			}
-			vested++
-			cands = append(cands, candidate{key: p.Key, sk: sk, sv: sv})
+		last, lastFuture := q.scanVested(kvs, nowMs, &cands, &next)
+		if len(kvs) < opts.ScanLimit {
+			continue
 		}
-		if len(kvs) == opts.ScanLimit && vested == len(kvs) {
+		if !lastFuture {
+			res.More = true
+			continue
+		}
+		for _, p := range priorities {
+			if p > last {
+				follow = append(follow, snap.GetRange(q.k.laneRange(opts.TaskType, opts.Lanes[i], p), limit))
+			}
+		}
+	}
+	for _, rr := range follow {
+		kvs, err := rr.GetSliceWithError()
+		if err != nil {
+			return Claimed{}, err
+		}
+		if _, lastFuture := q.scanVested(kvs, nowMs, &cands, &next); len(kvs) == opts.ScanLimit && !lastFuture {
 			res.More = true
 		}
 	}
@@ -315,7 +378,7 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 		if c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts {
 			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec,
 				fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts))
-			res.DeadLettered++
+			res.deadIDs = append(res.deadIDs, c.sk.ID)
 			continue
 		}
 		bytes += len(rec.Payload) + len(ck)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quickfdb/quickfdb/internal/wire"
 )
 
 // Values are hand-written protobuf (protowire): compact (a typical schedule
@@ -34,22 +36,22 @@ func (v *schedValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
 func (v *schedValue) marshal() []byte {
 	b := make([]byte, 0, 32+len(v.Holder)+len(v.UniqueKey))
-	b = appendVarint(b, 1, uint64(v.Attempt))
+	b = wire.AppendVarint(b, 1, uint64(v.Attempt))
 	if v.Token != 0 {
 		b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
 		b = protowire.AppendFixed64(b, v.Token)
 	}
-	b = appendString(b, 3, v.Holder)
-	b = appendVarint(b, 4, uint64(v.LeasedAtMs))
-	b = appendVarint(b, 5, uint64(v.MaxAttempts))
-	b = appendVarint(b, 6, v.Flags)
-	b = appendString(b, 7, v.UniqueKey)
+	b = wire.AppendString(b, 3, v.Holder)
+	b = wire.AppendVarint(b, 4, uint64(v.LeasedAtMs))
+	b = wire.AppendVarint(b, 5, uint64(v.MaxAttempts))
+	b = wire.AppendVarint(b, 6, v.Flags)
+	b = wire.AppendString(b, 7, v.UniqueKey)
 	return b
 }
 
 func (v *schedValue) unmarshal(b []byte) error {
 	*v = schedValue{}
-	return walk(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
+	return walkValue(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
 		switch num {
 		case 1:
 			v.Attempt = int64(x)
@@ -102,28 +104,28 @@ type record struct {
 
 func (r *record) marshal() []byte {
 	b := make([]byte, 0, 48+len(r.TaskType)+len(r.ItemSpace)+len(r.Payload)+len(r.UniqueKey)+len(r.LastError))
-	b = appendString(b, 1, r.TaskType)
-	b = appendVarint(b, 2, uint64(r.Priority))
-	b = appendString(b, 3, r.ItemSpace)
+	b = wire.AppendString(b, 1, r.TaskType)
+	b = wire.AppendVarint(b, 2, uint64(r.Priority))
+	b = wire.AppendString(b, 3, r.ItemSpace)
 	if len(r.Payload) > 0 {
 		b = protowire.AppendTag(b, 4, protowire.BytesType)
 		b = protowire.AppendBytes(b, r.Payload)
 	}
-	b = appendVarint(b, 5, uint64(r.MaxAttempts))
-	b = appendString(b, 6, r.UniqueKey)
-	b = appendVarint(b, 7, uint64(r.CreatedAtMs))
-	b = appendVarint(b, 8, uint64(r.PlacedAtMs))
-	b = appendVarint(b, 9, uint64(r.PlacedLane))
-	b = appendString(b, 10, r.LastError)
-	b = appendVarint(b, 11, uint64(r.State))
-	b = appendVarint(b, 12, uint64(r.DeadAtMs))
-	b = appendVarint(b, 13, uint64(r.Attempts))
+	b = wire.AppendVarint(b, 5, uint64(r.MaxAttempts))
+	b = wire.AppendString(b, 6, r.UniqueKey)
+	b = wire.AppendVarint(b, 7, uint64(r.CreatedAtMs))
+	b = wire.AppendVarint(b, 8, uint64(r.PlacedAtMs))
+	b = wire.AppendVarint(b, 9, uint64(r.PlacedLane))
+	b = wire.AppendString(b, 10, r.LastError)
+	b = wire.AppendVarint(b, 11, uint64(r.State))
+	b = wire.AppendVarint(b, 12, uint64(r.DeadAtMs))
+	b = wire.AppendVarint(b, 13, uint64(r.Attempts))
 	return b
 }
 
 func (r *record) unmarshal(b []byte) error {
 	*r = record{}
-	return walk(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
+	return walkValue(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
 		switch num {
 		case 1:
 			r.TaskType = string(raw)
@@ -156,55 +158,13 @@ func (r *record) unmarshal(b []byte) error {
 	})
 }
 
-func appendVarint(b []byte, num protowire.Number, x uint64) []byte {
-	if x == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, x)
-}
-
-func appendString(b []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
-}
-
-// walk decodes every field of b, handing varints and fixed64s as x and
-// length-delimited fields as raw. Fields of other wire types are skipped.
-func walk(b []byte, field func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: bad tag: %v", ErrCorrupt, protowire.ParseError(n))
+// walkValue walks a stored value's fields, reporting garbage as ErrCorrupt.
+func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error) error {
+	if err := wire.Walk(b, field); err != nil {
+		if errors.Is(err, wire.ErrMalformed) {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		b = b[n:]
-		var (
-			raw []byte
-			x   uint64
-		)
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed64Type:
-			x, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			raw, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %v", ErrCorrupt, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if typ != protowire.VarintType && typ != protowire.Fixed64Type && typ != protowire.BytesType {
-			continue
-		}
-		if err := field(num, typ, raw, x); err != nil {
-			return err
-		}
+		return err
 	}
 	return nil
 }

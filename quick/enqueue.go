@@ -310,10 +310,14 @@ func jobBytes(j job) int {
 	return 200 + 2*len(j.TaskType) + len(j.Payload) + 2*len(j.UniqueKey) + len(j.ItemSpace)
 }
 
-// readSleepers issues a snapshot read of the sleep key of each task type
-// with a job that vests now, so the enqueue can tell whether a worker sleeps
-// on the wake key. A snapshot read adds no conflict: an enqueue never
-// retries because a worker went to sleep.
+// readSleepers reads the sleep key of each task type with a job that vests
+// now, so the enqueue can tell whether a worker sleeps on the wake key. The
+// read is serializable on purpose: a worker that registers its sleep between
+// this enqueue's read and its commit makes the enqueue conflict and retry,
+// now seeing the sleeper and waking it. With a snapshot read that enqueue
+// would neither wake the worker nor be seen by the claim the worker made
+// just before sleeping. Registrations are one per idle spell of a worker,
+// so the retries this causes are rare.
 func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[string]kv.Future[[]byte] {
 	if q.opts.DisableWakeOnEnqueue {
 		return nil
@@ -326,7 +330,7 @@ func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[s
 		if out == nil {
 			out = map[string]kv.Future[[]byte]{}
 		}
-		out[j.TaskType] = tr.Snapshot().Get(q.k.sleepKey(j.TaskType))
+		out[j.TaskType] = tr.Get(q.k.sleepKey(j.TaskType))
 	}
 	return out
 }

@@ -112,6 +112,12 @@ func (k keys) laneRange(taskType string, lane int, prio Priority) kv.KeyRange {
 	return kv.KeyRange{Begin: b, End: e}
 }
 
+// laneAll is every schedule key of one lane of a task type, all priorities.
+func (k keys) laneAll(taskType string, lane int) kv.KeyRange {
+	b, e := k.sched.Sub(taskType, int64(lane)).Range()
+	return kv.KeyRange{Begin: b, End: e}
+}
+
 // laneWindow is the part of a lane's range with vesting times in [from, to).
 func (k keys) laneWindow(taskType string, lane int, prio Priority, fromMs, toMs int64) kv.KeyRange {
 	s := k.sched.Sub(taskType, int64(lane), int64(prio))

@@ -104,7 +104,7 @@ func marshalConfig(lanes int) []byte {
 
 func unmarshalConfig(b []byte) (int, error) {
 	lanes := 0
-	err := walk(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+	err := walkValue(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
 		if num == 1 {
 			lanes = int(x)
 		}

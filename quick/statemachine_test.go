@@ -464,7 +464,8 @@ func (m *model) check(rt *rapid.T) {
 		switch j.state {
 		case mPending:
 			if !live {
-				rt.Fatalf("job %s lost: the model holds it pending", id)
+				info, err := m.truth.Get(m.ctx, id)
+				rt.Fatalf("job %s lost: the model holds it pending (%+v); the queue says %+v, %v", id, *j, info, err)
 			}
 			wantLeased := j.leased && j.vestAt.After(now)
 			if (info.State == quick.StateLeased) != wantLeased {

@@ -1,0 +1,574 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+func (a *app) demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "run a queue, workers and a cron schedule in this process on the embedded engine, and watch them",
+		Description: "Enqueues a mix of jobs (immediate and delayed, three priorities, some that fail and retry,\n" +
+			"some that dead-letter, long ones that checkpoint), registers a cron schedule, runs --workers\n" +
+			"workers, kills one mid-run (no cleanup: its jobs come back when their 10 s leases lapse, the\n" +
+			"queue's minimum) and shows the lanes live until the work drains or --duration passes.\n" +
+			"It always uses the embedded engine (memkv), whatever the connection flags say.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"n"}, Value: 200, Usage: "jobs to enqueue"},
+			&cli.IntFlag{Name: "workers", Aliases: []string{"w"}, Value: 3, Usage: "workers to run"},
+			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Value: 45 * time.Second, Usage: "hard bound on the run"},
+			&cli.Float64Flag{Name: "speed", Value: 1, Usage: "time scale: 2 halves job durations, delays and backoffs (leases stay 10 s)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the job mix"},
+			&cli.BoolFlag{Name: "kill", Value: true, Usage: "kill one worker mid-run (--kill=false to keep them all)"},
+			&cli.BoolFlag{Name: "verbose", Usage: "log the workers' and queue's info messages to stderr"},
+			outputFlag(false),
+		},
+		Action: a.demo,
+	}
+}
+
+// demoJob is the payload of a demo job: what its handler does.
+type demoJob struct {
+	N     int    `json:"n"`
+	Ms    int    `json:"ms"`              // work time at speed 1
+	Fail  string `json:"fail,omitempty"`  // "", "once" or "always"
+	Steps int    `json:"steps,omitempty"` // import: steps, checkpointed
+}
+
+// The demo's task types; "tick" is the cron schedule's.
+var demoTypes = []string{"email", "webhook", "report", "import"}
+
+const (
+	demoCronName = "tick"
+	demoCronType = "tick"
+)
+
+// demoCounts are what the handlers saw, for the live view and the summary.
+type demoCounts struct {
+	runs, retries, takeovers, resumed, cronRuns, done, dead, failed atomic.Int64
+
+	mu      sync.Mutex
+	running map[string]map[quick.ID]bool // worker -> jobs it runs now
+	orphans map[quick.ID]bool            // jobs the killed worker held
+	events  []string                     // takeovers, for the main loop to show
+}
+
+// takeEvents returns and forgets the events noted since the last call.
+func (s *demoCounts) takeEvents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.events
+	s.events = nil
+	return ev
+}
+
+func (s *demoCounts) start(w string, l quick.Lease) {
+	s.runs.Add(1)
+	if len(l.Checkpoint) > 0 {
+		s.resumed.Add(1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.orphans[l.ID] {
+		delete(s.orphans, l.ID)
+		s.takeovers.Add(1)
+		ev := fmt.Sprintf("%s took over %s job %s after its lease lapsed (attempt %d", w, l.TaskType, l.ID, l.Attempt)
+		if len(l.Checkpoint) > 0 {
+			ev += fmt.Sprintf(", resuming from checkpoint step %s", l.Checkpoint)
+		}
+		s.events = append(s.events, ev+")")
+	} else if l.Attempt > 1 {
+		s.retries.Add(1)
+	}
+	if s.running[w] == nil {
+		s.running[w] = map[quick.ID]bool{}
+	}
+	s.running[w][l.ID] = true
+}
+
+func (s *demoCounts) end(w string, id quick.ID) {
+	s.mu.Lock()
+	delete(s.running[w], id)
+	s.mu.Unlock()
+}
+
+// busiest returns the worker running the most jobs now.
+func (s *demoCounts) busiest(ids []string) (string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best, n := "", 0
+	for _, id := range ids {
+		if len(s.running[id]) > n {
+			best, n = id, len(s.running[id])
+		}
+	}
+	return best, n
+}
+
+// orphan marks the jobs a worker runs as taken over by whoever runs them next.
+func (s *demoCounts) orphan(w string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.running[w] {
+		s.orphans[id] = true
+	}
+	n := len(s.running[w])
+	s.running[w] = nil
+	return n
+}
+
+// demoSummary is the demo's outcome (--output json prints it).
+type demoSummary struct {
+	Drained       bool         `json:"drained"`
+	ElapsedMs     int64        `json:"elapsed_ms"`
+	Jobs          int          `json:"jobs"`
+	Delayed       int          `json:"delayed"`
+	Completed     int64        `json:"completed"`
+	DeadLetters   int64        `json:"dead_letters"`
+	Remaining     laneRow      `json:"remaining"`
+	Runs          int64        `json:"runs"`
+	Retries       int64        `json:"retries"`
+	Takeovers     int64        `json:"lease_takeovers"`
+	Resumed       int64        `json:"resumed_from_checkpoint"`
+	CronRuns      int64        `json:"cron_runs"`
+	Killed        string       `json:"killed_worker,omitempty"`
+	KilledHolding int          `json:"killed_holding,omitempty"`
+	KilledAtMs    int64        `json:"killed_at_ms,omitempty"`
+	Stats         kv.Stats     `json:"fdb_operations"`
+	PerJob        kv.PerUnit   `json:"fdb_operations_per_job"`
+	Workers       []workerStat `json:"workers"`
+}
+
+type workerStat struct {
+	ID string `json:"id"`
+	worker.Stats
+}
+
+func (a *app) demo(c *cli.Context) error {
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	nJobs, nWorkers, bound, speed := c.Int("jobs"), c.Int("workers"), c.Duration("duration"), c.Float64("speed")
+	switch {
+	case nJobs < 1 || nJobs > 1_000_000:
+		return fmt.Errorf("invalid --jobs %d: want 1 to 1,000,000", nJobs)
+	case nWorkers < 1 || nWorkers > 64:
+		return fmt.Errorf("invalid --workers %d: want 1 to 64", nWorkers)
+	case bound <= 0:
+		return fmt.Errorf("invalid --duration %v: want a positive duration", bound)
+	case speed <= 0 || speed > 100:
+		return fmt.Errorf("invalid --speed %v: want a factor above 0, at most 100", speed)
+	}
+	kill := c.Bool("kill") && nWorkers > 1
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
+
+	out, progress := a.d.Stdout, a.d.Stdout
+	if f == formatJSON {
+		progress = a.d.Stderr // JSON gets the summary alone
+	}
+	tty := f == formatTable && a.d.IsTerminal(out)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if c.Bool("verbose") {
+		logger = slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+
+	// One embedded database; the workers' and producer's operations are
+	// counted, the live view's reads are not.
+	mem := memkv.Open(memkv.Options{Seed: int64(c.Uint64("seed"))})
+	defer mem.Close()
+	counted := kv.WithCounters(mem)
+	space := tuple.FromTuple(tuple.Tuple{"demo"})
+	qopts := quick.Options{
+		Clock:       clock.Real(),
+		MaxAttempts: 5,
+		Backoff:     func(attempt int) time.Duration { return scale(time.Duration(attempt) * 300 * time.Millisecond) },
+		Logger:      logger,
+	}
+	ctx := c.Context
+	q, err := quick.Open(ctx, counted, space, qopts)
+	if err != nil {
+		return err
+	}
+	view, err := quick.Open(ctx, mem, space, qopts)
+	if err != nil {
+		return err
+	}
+
+	// The job mix.
+	rng := rand.New(rand.NewPCG(c.Uint64("seed"), 0x9e3779b97f4a7c15))
+	jobs, delayed := demoMix(rng, nJobs, scale)
+	every := max(scale(2*time.Second).Round(time.Second), time.Second)
+	if err := cron.Register(ctx, q, cron.Schedule{Name: demoCronName, Spec: "@every " + every.String(), TaskType: demoCronType,
+		Payload: []byte("rollup"), MissedRuns: cron.SkipAll}); err != nil {
+		return fmt.Errorf("register the demo's cron schedule: %w", err)
+	}
+
+	// Workers.
+	counts := &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}}
+	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAll()
+	var ws []*worker.Worker
+	var ids []string
+	killed := map[string]*atomic.Bool{}
+	var wg sync.WaitGroup
+	for i := range nWorkers {
+		id := fmt.Sprintf("worker-%d", i+1)
+		w, err := worker.New(worker.Config{
+			Queue: q, ID: id, Logger: logger, HeartbeatPeriod: 500 * time.Millisecond,
+			ShutdownTimeout: 2 * time.Second, DefaultConcurrency: 4,
+		})
+		if err != nil {
+			return err
+		}
+		dead := &atomic.Bool{}
+		killed[id] = dead
+		for _, t := range demoTypes {
+			if err := worker.RegisterRaw(w, t, demoHandler(t, id, counts, dead, scale), worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
+				return err
+			}
+		}
+		if err := cron.Handle(w, demoCronType, func(ctx context.Context, occ cron.Occurrence) error {
+			if !dead.Load() {
+				counts.cronRuns.Add(1)
+			}
+			return nil
+		}, worker.HandlerOptions{Lease: quick.MinLease, Concurrency: 1}); err != nil {
+			return err
+		}
+		ws = append(ws, w)
+		ids = append(ids, id)
+	}
+	start := time.Now()
+	if _, err := q.Enqueue(ctx, jobs...); err != nil {
+		return fmt.Errorf("enqueue the demo's jobs: %w", err)
+	}
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Run(runCtx)
+		}()
+	}
+
+	// Watch until the work drains or the bound passes.
+	sum := demoSummary{Jobs: nJobs, Delayed: delayed}
+	deadline := start.Add(bound)
+	killAt := start.Add(scale(1500 * time.Millisecond))
+	frame := 250 * time.Millisecond
+	lineEvery := time.Second
+	lastLine := start
+	var events []string
+	event := func(format string, args ...any) {
+		msg := fmt.Sprintf("[%5.1fs] ", time.Since(start).Seconds()) + fmt.Sprintf(format, args...)
+		events = append(events, msg)
+		if !tty {
+			fmt.Fprintln(progress, msg)
+		}
+	}
+	event("enqueued %d jobs (%d delayed) and a cron schedule every %v; %d workers running", nJobs, delayed, every, nWorkers)
+	var reps []laneReport
+	covered := false
+	for {
+		now := time.Now()
+		reps, err = laneReports(ctx, view, demoTypes, 1000, now)
+		if err != nil {
+			if ctx.Err() != nil {
+				break // interrupted: summarise what there is
+			}
+			return err
+		}
+		sum.Remaining = remaining(reps)
+		drained := sum.Remaining.Ready+sum.Remaining.Leased+sum.Remaining.Scheduled == 0
+		if kill && sum.Killed == "" && now.After(killAt) {
+			if id, n := counts.busiest(ids); n > 0 {
+				killed[id].Store(true)
+				held := counts.orphan(id)
+				for i, w := range ws {
+					if ids[i] == id {
+						w.Kill()
+					}
+				}
+				sum.Killed, sum.KilledHolding, sum.KilledAtMs = id, held, now.Sub(start).Milliseconds()
+				event("killed %s (no cleanup) while it ran %d jobs: they return when their %v leases lapse", id, held, quick.MinLease)
+			}
+		}
+		for _, e := range counts.takeEvents() {
+			event("%s", e)
+		}
+		if sum.Killed != "" && !covered {
+			if covered = survivorsCover(ws, ids, killed, view.Lanes()); covered {
+				event("the other workers noticed %s stopped beating and now watch all %d lanes", sum.Killed, view.Lanes())
+			}
+		}
+		if tty {
+			var sb strings.Builder
+			sb.WriteString("\x1b[H\x1b[2J")
+			fmt.Fprintf(&sb, "quick demo: %d workers, %d jobs, embedded engine   %.1fs (bound %v; Ctrl-C stops)\n\n", nWorkers, nJobs, now.Sub(start).Seconds(), bound)
+			renderLanes(&sb, reps, now, true)
+			sb.WriteString("\n" + progressLine(counts, nJobs, sum.Remaining) + "\n\n")
+			for _, e := range events[max(0, len(events)-6):] {
+				sb.WriteString(e + "\n")
+			}
+			io.WriteString(out, sb.String())
+		} else if now.Sub(lastLine) >= lineEvery {
+			lastLine = now
+			fmt.Fprintf(progress, "[%5.1fs] %s\n", now.Sub(start).Seconds(), progressLine(counts, nJobs, sum.Remaining))
+		}
+		if drained {
+			sum.Drained = true
+			if !tty && now.Sub(lastLine) > 0 {
+				fmt.Fprintf(progress, "[%5.1fs] %s\n", now.Sub(start).Seconds(), progressLine(counts, nJobs, sum.Remaining))
+			}
+			break
+		}
+		if !now.Before(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(frame, time.Until(deadline)+time.Millisecond)):
+		}
+	}
+	elapsed := time.Since(start)
+
+	// Stop the workers that are alive, gracefully but bounded.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	for i, w := range ws {
+		if !killed[ids[i]].Load() {
+			w.Stop(stopCtx)
+		}
+	}
+	cancel()
+	stopAll()
+	waitTimeout(&wg, 3*time.Second)
+
+	// The outcome, from the database where it can be.
+	for _, t := range demoTypes {
+		n, err := view.DeadCount(context.WithoutCancel(ctx), t)
+		if err == nil {
+			sum.DeadLetters += n
+		}
+	}
+	left := sum.Remaining.Ready + sum.Remaining.Leased + sum.Remaining.Scheduled
+	sum.Completed = int64(nJobs-left) - sum.DeadLetters
+	sum.ElapsedMs = elapsed.Milliseconds()
+	sum.Runs, sum.Retries, sum.Takeovers = counts.runs.Load(), counts.retries.Load(), counts.takeovers.Load()
+	sum.Resumed, sum.CronRuns = counts.resumed.Load(), counts.cronRuns.Load()
+	sum.Stats = counted.Stats()
+	finished := sum.Completed + sum.DeadLetters + sum.CronRuns
+	sum.PerJob = sum.Stats.Per(finished)
+	for i, w := range ws {
+		sum.Workers = append(sum.Workers, workerStat{ID: ids[i], Stats: w.Stats()})
+	}
+	if f == formatJSON {
+		return writeJSON(out, sum)
+	}
+	if tty {
+		fmt.Fprintln(out)
+	}
+	writeDemoSummary(out, sum, bound)
+	return nil
+}
+
+// demoMix builds the job mix: 3 long imports that checkpoint, 15% delayed
+// reports, 12% webhooks (half flaky, 30% broken for good), and
+// emails of mixed priority, 5% of which fail once.
+func demoMix(rng *rand.Rand, n int, scale func(time.Duration) time.Duration) ([]quick.NewJob, int) {
+	jobs := make([]quick.NewJob, 0, n)
+	delayed := 0
+	add := func(t string, j demoJob, nj quick.NewJob) {
+		b, _ := json.Marshal(j)
+		nj.TaskType, nj.Payload = t, b
+		jobs = append(jobs, nj)
+	}
+	for i := range n {
+		switch r := rng.Float64(); {
+		case i < min(3, n/20+1):
+			add("import", demoJob{N: i, Ms: 400, Steps: 8}, quick.NewJob{Priority: quick.Low})
+		case r < 0.15:
+			delayed++
+			d := scale(time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
+			add("report", demoJob{N: i, Ms: 50 + rng.IntN(100)}, quick.NewJob{Delay: d})
+		case r < 0.27:
+			j := demoJob{N: i, Ms: 20 + rng.IntN(40)}
+			switch r2 := rng.Float64(); {
+			case r2 < 0.3:
+				j.Fail = "always"
+			case r2 < 0.8:
+				j.Fail = "once"
+			}
+			add("webhook", j, quick.NewJob{MaxAttempts: 3, Priority: quick.High})
+		default:
+			j := demoJob{N: i, Ms: 20 + rng.IntN(60)}
+			if rng.Float64() < 0.05 {
+				j.Fail = "once"
+			}
+			p := quick.Normal
+			switch r2 := rng.Float64(); {
+			case r2 < 0.1:
+				p = quick.High
+			case r2 < 0.3:
+				p = quick.Low
+			}
+			add("email", j, quick.NewJob{Priority: p})
+		}
+	}
+	return jobs, delayed
+}
+
+func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Bool, scale func(time.Duration) time.Duration) worker.Handler[[]byte] {
+	return func(ctx context.Context, job *worker.RawJob) error {
+		if dead.Load() {
+			return errors.New("killed")
+		}
+		counts.start(workerID, job.Lease)
+		defer counts.end(workerID, job.Lease.ID)
+		var j demoJob
+		if err := json.Unmarshal(job.Args, &j); err != nil {
+			return worker.Cancel("bad payload: " + err.Error())
+		}
+		step := 0
+		if len(job.Lease.Checkpoint) > 0 {
+			fmt.Sscan(string(job.Lease.Checkpoint), &step)
+		}
+		for ; step < max(j.Steps, 1); step++ {
+			if err := sleepCtx(ctx, scale(time.Duration(j.Ms)*time.Millisecond)); err != nil {
+				return err
+			}
+			if j.Steps > 0 {
+				if err := job.Checkpoint(ctx, []byte(fmt.Sprint(step+1))); err != nil {
+					return err
+				}
+			}
+		}
+		if dead.Load() {
+			return errors.New("killed")
+		}
+		var err error
+		switch {
+		case j.Fail == "always":
+			err = fmt.Errorf("%s %d: remote answered 410 Gone", taskType, j.N)
+		case j.Fail == "once" && job.Lease.Attempt == 1:
+			err = fmt.Errorf("%s %d: temporary failure (503), will retry", taskType, j.N)
+		}
+		if err != nil {
+			counts.failed.Add(1)
+			if job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts {
+				counts.dead.Add(1)
+				counts.done.Add(1)
+			}
+			return err
+		}
+		counts.done.Add(1)
+		return nil
+	}
+}
+
+// survivorsCover reports whether the live workers' lanes of every demo
+// type cover all n lanes.
+func survivorsCover(ws []*worker.Worker, ids []string, killed map[string]*atomic.Bool, n int) bool {
+	for _, t := range demoTypes {
+		seen := map[int]bool{}
+		for i, w := range ws {
+			if killed[ids[i]].Load() {
+				continue
+			}
+			for _, l := range w.Lanes(t) {
+				seen[l] = true
+			}
+		}
+		if len(seen) < n {
+			return false
+		}
+	}
+	return true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+func remaining(reps []laneReport) laneRow {
+	var r laneRow
+	r.Exact = true
+	for _, rep := range reps {
+		r.Ready += rep.Total.Ready
+		r.Leased += rep.Total.Leased
+		r.Scheduled += rep.Total.Scheduled
+		r.Exact = r.Exact && rep.Total.Exact
+	}
+	return r
+}
+
+func progressLine(s *demoCounts, total int, left laneRow) string {
+	done := int(s.done.Load())
+	width := 24
+	fill := min(width, done*width/max(total, 1))
+	return fmt.Sprintf("%s %d/%d done · left: %d ready, %d leased, %d scheduled · %d retries · %d dead · %d takeovers · %d cron runs",
+		strings.Repeat("█", fill)+strings.Repeat("░", width-fill), done, total,
+		left.Ready, left.Leased, left.Scheduled, s.retries.Load(), s.dead.Load(), s.takeovers.Load(), s.cronRuns.Load())
+}
+
+func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
+	el := time.Duration(s.ElapsedMs) * time.Millisecond
+	if s.Drained {
+		fmt.Fprintf(w, "summary: drained in %.1fs: %d jobs (%d delayed), %d completed, %d dead letters\n",
+			el.Seconds(), s.Jobs, s.Delayed, s.Completed, s.DeadLetters)
+	} else {
+		r := s.Remaining
+		fmt.Fprintf(w, "summary: stopped by the %v bound after %.1fs with %d jobs left (%d ready, %d leased, %d scheduled): %d jobs (%d delayed), %d completed, %d dead letters\n",
+			bound, el.Seconds(), r.Ready+r.Leased+r.Scheduled, r.Ready, r.Leased, r.Scheduled, s.Jobs, s.Delayed, s.Completed, s.DeadLetters)
+	}
+	fmt.Fprintf(w, "  runs %d: %d retries after failures, %d lease takeovers (%d resumed from a checkpoint), %d cron runs\n",
+		s.Runs, s.Retries, s.Takeovers, s.Resumed, s.CronRuns)
+	if s.Killed != "" {
+		fmt.Fprintf(w, "  killed %s at %.1fs while it ran %d jobs\n", s.Killed, float64(s.KilledAtMs)/1000, s.KilledHolding)
+	}
+	p := s.PerJob
+	fmt.Fprintf(w, "  FDB operations per job (%d jobs and cron runs; everything counted: enqueue, claims, acks, lease renewals, heartbeats, cron):\n", s.Completed+s.DeadLetters+s.CronRuns)
+	fmt.Fprintf(w, "    %.1f read versions, %.1f point reads, %.1f range reads, %.1f keys read, %.1f mutations, %.0f bytes written, %.1f commits, %.2f conflicts\n",
+		p.ReadVersions, p.Reads, p.RangeReads, p.KeysRead, p.Mutations, p.BytesWritten, p.Commits, p.Conflicts)
+	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
+	for _, ws := range s.Workers {
+		fmt.Fprintf(w, "  %s: claimed %d, completed %d, failed %d, dead-lettered %d, lease renewals %d\n",
+			ws.ID, ws.Claimed, ws.Completed, ws.Failed, ws.DeadLettered, ws.Extensions)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func (a *app) statsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "stats",
+		Usage: "per task type: ready, leased, scheduled and dead jobs, and the oldest ready job's age",
+		Description: "Ready, leased and scheduled come from the same bounded scans as `lanes` (≥N marks a lower bound);\n" +
+			"dead is an exact counter (one read per type).",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
+			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
+			outputFlag(false),
+		},
+		Action: a.statsAction,
+	}
+}
+
+type statsRow struct {
+	TaskType         string     `json:"task_type"`
+	Ready            int        `json:"ready"`
+	Leased           int        `json:"leased"`
+	Scheduled        int        `json:"scheduled"`
+	Exact            bool       `json:"exact"`
+	Dead             int64      `json:"dead"`
+	OldestReady      *time.Time `json:"oldest_ready,omitempty"`
+	OldestReadyAgeMs *int64     `json:"oldest_ready_age_ms,omitempty"`
+}
+
+func (a *app) statsAction(c *cli.Context) error {
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	budget := c.Int("budget")
+	if budget <= 0 {
+		return fmt.Errorf("invalid --budget %d: want a positive number of keys per range", budget)
+	}
+	q, err := a.queue(c)
+	if err != nil {
+		return err
+	}
+	reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
+	if err != nil {
+		return err
+	}
+	rows := []statsRow{}
+	for _, r := range reps {
+		dead, err := q.DeadCount(c.Context, r.TaskType)
+		if err != nil {
+			return err
+		}
+		t := r.Total
+		rows = append(rows, statsRow{TaskType: r.TaskType, Ready: t.Ready, Leased: t.Leased, Scheduled: t.Scheduled,
+			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs})
+	}
+	if f == formatJSON {
+		return writeJSON(a.d.Stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(a.d.Stdout, "no task types yet: nothing was ever enqueued in this queue")
+		return nil
+	}
+	tw := newTable(a.d.Stdout)
+	row(tw, "TASK TYPE", "READY", "LEASED", "SCHEDULED", "DEAD", "OLDEST READY")
+	for _, r := range rows {
+		row(tw, r.TaskType, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
+			r.Dead, ageCell(laneRow{OldestReadyAgeMs: r.OldestReadyAgeMs}))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/lanes"
+)
+
+// joinWorkers registers workers the way the worker runtime does, in the
+// registry beside the queue.
+func (h *harness) joinWorkers(ids ...string) []*lanes.Tracker {
+	h.t.Helper()
+	q := h.queue()
+	mc := lanes.NewManualClock(h.clk.Now())
+	reg := lanes.NewRegistry(h.db, registrySpace(q), lanes.Options{Clock: mc, Host: "host-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var ts []*lanes.Tracker
+	for _, id := range ids {
+		tr := lanes.NewTracker(reg, "email", id, q.Lanes())
+		if err := tr.Join(context.Background()); err != nil {
+			h.t.Fatal(err)
+		}
+		ts = append(ts, tr)
+	}
+	// More rounds, so every member has seen the others beat and takes
+	// only its share.
+	for range 2 {
+		mc.Advance(time.Second)
+		for _, tr := range ts {
+			if err := tr.Beat(context.Background()); err != nil {
+				h.t.Fatal(err)
+			}
+		}
+	}
+	return ts
+}
+
+func TestWorkers(t *testing.T) {
+	h := newHarness(t)
+	if out := h.ok("workers"); out != "no workers registered\n" {
+		t.Errorf("none: %q", out)
+	}
+	h.joinWorkers("w1", "w2")
+	h.clk.Advance(3 * time.Second)
+	golden(t, "workers", h.ok("workers"))
+	h.clk.Advance(5 * time.Second)
+	out := h.ok("workers", "--type", "email", "-o", "json")
+	var rows []workerRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Status != "stale" || rows[0].Host != "host-1" || rows[0].NumLanes != 16 ||
+		len(rows[0].Lanes)+len(rows[1].Lanes) != 16 || *rows[0].BeatAgeMs != 6000 {
+		t.Errorf("json: %s", out)
+	}
+	if out := h.ok("workers", "--type", "other"); out != "no workers registered\n" {
+		t.Errorf("other type: %q", out)
+	}
+}
+
+func TestWorkersObserve(t *testing.T) {
+	h := newHarness(t)
+	ts := h.joinWorkers("w1", "w2")
+	d, out, errb := h.deps("")
+	done := make(chan result, 1)
+	slept := h.clk.Changed()
+	go func() { done <- runApp(d, out, errb, "workers", "--observe", "2s") }()
+	waitSleep(t, slept)
+	if err := ts[0].Beat(context.Background()); err != nil { // w1 beats, w2 does not
+		t.Fatal(err)
+	}
+	h.clk.Advance(2 * time.Second)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], "beating") || !strings.HasSuffix(lines[2], "silent") {
+		t.Errorf("observe:\n%s", r.stdout)
+	}
+	h.fails("invalid --observe", "workers", "--observe", "-1s")
+}
+
+func TestDecodeInfo(t *testing.T) {
+	if _, err := decodeInfo(nil); err == nil {
+		t.Error("empty info decoded")
+	}
+	if _, err := decodeInfo([]byte{2, 0}); err == nil {
+		t.Error("version 2 decoded")
+	}
+	in, err := decodeInfo([]byte{1, 1, 'h', 16, 1, 3, 1, 2, 5})
+	if err != nil || in.host != "h" || in.numLanes != 16 || len(in.lanes) != 3 || in.lanes[2] != 7 {
+		t.Errorf("decode: %+v %v", in, err)
+	}
+	if _, err := decodeInfo([]byte{1, 1, 'h', 16, 1, 3, 1, 0, 5}); err == nil {
+		t.Error("zero delta decoded")
+	}
+	if got := laneList([]int{0, 1, 2, 3, 8, 10, 11}); got != "0-3,8,10-11" {
+		t.Errorf("laneList: %q", got)
+	}
+}

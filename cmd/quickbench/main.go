@@ -1,0 +1,53 @@
+// Command quickbench measures quickfdb against the alternatives and breaks
+// it on purpose.
+//
+//	quickbench bench [flags]   throughput, latency, conflicts and kv cost per
+//	                           job of each claim strategy (internal/bench)
+//	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
+//	                           conflicts, clock skew and paused workers, then
+//	                           a checker over the history (internal/soak)
+//
+// Both run on memkv with FoundationDB's published latencies injected; bench
+// runs on a real cluster with --cluster-file, which needs a binary built
+// with -tags fdb.
+// docs/performance.md has the commands and the figures.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "soak":
+		return soakCmd(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "quickbench: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `usage: quickbench bench [flags]   (quickbench bench -h for flags)
+       quickbench soak [flags]    (quickbench soak -h for flags)`)
+}

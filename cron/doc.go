@@ -1,0 +1,65 @@
+// Package cron runs recurring jobs on a quick queue with no cron service
+// and no leader: each occurrence of a schedule is an ordinary job, and the
+// transaction that completes it enqueues the next one.
+//
+// # The chain
+//
+// A schedule (Register) is a definition stored beside the queue, at
+// ("cron", name) under quick.Queue.Root. Its occurrences are jobs of the
+// schedule's TaskType whose RunAt is the scheduled time and whose payload is
+// an envelope: the schedule's name, the scheduled time, the definition's
+// generation and the schedule's payload. Every occurrence carries the unique
+// key "cron:"+name, so quick guarantees at most one pending or running
+// occurrence per schedule; and its ID is deterministic (a version 7 UUID of
+// the scheduled time whose other bits hash the name, generation and time),
+// so a retried transaction, a Register and any number of concurrent repairs
+// all name the same job, which quick enqueues once.
+//
+// A worker runs occurrences with Handle. When the handler succeeds, one
+// transaction completes the occurrence (clearing its unique key), reads the
+// definition (serializably: a concurrent Register or Remove conflicts),
+// computes the next time and enqueues it. A failed occurrence is retried
+// like any job, the chain waiting for it (runs never overlap); when its
+// last attempt fails it is dead-lettered, and the same transaction enqueues
+// the next. A worker that dies mid-run leaves its occurrence leased; the
+// lease lapses, another worker runs it, and its completion carries on.
+//
+// # Times
+//
+// Specs are standard cron (parsed by github.com/netresearch/go-cron):
+// five fields, an optional leading seconds field, and descriptors such as
+// @daily or @every 5m, read in an IANA time zone (TimeZone or a CRON_TZ=
+// prefix; UTC by default, never the host's). The day-of-month and
+// day-of-week fields follow the standard OR rule. Daylight saving time: a
+// time in a spring-forward gap runs once, just after the jump; a time in a
+// fall-back repeated hour runs once, unless the hour field is "*".
+//
+// The next time is computed from the occurrence's own scheduled time, not
+// from when it ran, so late runs and retries do not shift the schedule.
+// When that time has already passed (the occurrence ran late), MissedRuns
+// decides: RunOnce (the default) enqueues the latest passed time, which
+// runs at once, and the schedule carries on from there, so any number of
+// missed times run once; SkipAll enqueues the first time after now.
+//
+// # Repair
+//
+// A chain breaks only when an occurrence leaves the queue without a
+// successor: chiefly when a claim dead-letters it because its attempts were
+// all spent by workers that vanished mid-run (no handler was left to
+// schedule the next), or when someone cancels it by hand. Repair finds the
+// schedules without a pending or running occurrence and enqueues their next
+// one; it is cheap (a snapshot read of the definitions and one point read
+// each) and safe to run anywhere, any number at once. Run RunRepairer in
+// every worker process (or a few), with a period of about a minute: that is
+// how long a broken chain can stay broken.
+//
+// # Changing and removing
+//
+// Register is idempotent: an unchanged schedule writes nothing. A changed
+// one gets a new generation; its pending occurrence is cancelled and the new
+// version's next one enqueued, while a running one finishes and its
+// completion follows the new definition. Remove deletes the definition and
+// cancels the pending occurrence; a running one finishes and schedules
+// nothing. An occurrence that finds its definition removed or changed when
+// it starts completes without running.
+package cron

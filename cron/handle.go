@@ -1,0 +1,193 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// Occurrence is one run of a schedule, as its handler sees it.
+type Occurrence struct {
+	// Name is the schedule's name.
+	Name string
+	// ScheduledAt is the schedule time this occurrence stands for (it may
+	// run later: workers were busy, it was retried, or it stands for the
+	// missed times under RunOnce).
+	ScheduledAt time.Time
+	// Payload is the schedule's payload as it was when the occurrence was
+	// enqueued.
+	Payload []byte
+	// Attempt is this run's number, from 1.
+	Attempt int
+	// JobID is the occurrence's job ID.
+	JobID quick.ID
+}
+
+// TxHandler runs an occurrence and may return a function whose writes
+// commit in the transaction that completes the occurrence and schedules its
+// successor: an exactly-once effect for work that writes to FDB (the
+// function may run more than once, as FDB retries, and must only use tr).
+type TxHandler func(ctx context.Context, occ Occurrence) (commit func(tr kv.Transaction) error, err error)
+
+// Handle registers h on w for the occurrences of the schedules whose
+// TaskType is taskType. When h succeeds, the occurrence is completed and
+// its successor enqueued in one transaction (worker.Job.CompleteWith), so a
+// schedule never loses its next occurrence nor gains two, whatever fails.
+//
+// When h fails, the occurrence is retried after the queue's backoff, as any
+// job; the next occurrence waits, so runs never overlap, and times missed
+// meanwhile follow the schedule's MissedRuns policy. When its last attempt
+// fails, or h returns worker.Cancel, the occurrence is dead-lettered and
+// its successor enqueued in one transaction (DeadLetterWith): one bad run
+// does not end the schedule. worker.Snooze(d) runs the occurrence again
+// after d, the chain waiting.
+//
+// Before running h, the handler reads the schedule's definition: an
+// occurrence whose schedule was removed completes without running; one
+// left from an earlier version of a changed schedule completes without
+// running and enqueues the new version's next occurrence.
+func Handle(w *worker.Worker, taskType string, h func(ctx context.Context, occ Occurrence) error, opts worker.HandlerOptions) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	}
+	return HandleTx(w, taskType, func(ctx context.Context, occ Occurrence) (func(kv.Transaction) error, error) {
+		return nil, h(ctx, occ)
+	}, opts)
+}
+
+// HandleTx is Handle for a handler with transactional effects.
+func HandleTx(w *worker.Worker, taskType string, h TxHandler, opts worker.HandlerOptions) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	}
+	r := &occRunner{q: w.Queue(), h: h}
+	r.log = r.q.Options().Logger.With("task_type", taskType)
+	return worker.RegisterRaw(w, taskType, r.run, opts)
+}
+
+type occRunner struct {
+	q   *quick.Queue
+	h   TxHandler
+	log *slog.Logger
+}
+
+// finishTimeout bounds the transaction that ends an occurrence. It runs
+// under a context detached from the handler's, so a handler that returned
+// just as its Timeout struck still commits its completion; a lost lease or
+// a killed worker still stops it (the worker checks both).
+const finishTimeout = 30 * time.Second
+
+func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
+	env, err := unmarshalEnvelope(job.Args)
+	if err != nil {
+		// Without its schedule's name it cannot carry on a chain; keep it
+		// in the dead letters for inspection.
+		return worker.Cancel(err.Error())
+	}
+	occ := Occurrence{Name: env.Name, ScheduledAt: env.ScheduledAt, Payload: env.Payload, Attempt: job.Lease.Attempt, JobID: job.Lease.ID}
+	log := r.log.With("schedule", env.Name, "scheduled_at", env.ScheduledAt, "id", job.Lease.ID, "attempt", occ.Attempt)
+
+	st, err := r.definitionState(ctx, env)
+	if err != nil {
+		return err // retried: the definition could not be read
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	switch st {
+	case defRemoved:
+		log.Info("cron: schedule removed; completing its occurrence without running it")
+		return job.CompleteWith(fctx, nil)
+	case defChanged:
+		log.Info("cron: schedule changed since this occurrence was enqueued; skipping it for the new version's next")
+		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
+	}
+
+	commit, herr := r.h(ctx, occ)
+	var (
+		snooze    *worker.SnoozeError
+		cancelErr *worker.CancelError
+	)
+	switch {
+	case herr == nil:
+		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, commit, log))
+	case errors.As(herr, &snooze):
+		return herr
+	case errors.As(herr, &cancelErr):
+		return r.deadLetter(fctx, job, env, cancelErr.Reason, herr, log)
+	case job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts:
+		return r.deadLetter(fctx, job, env, herr.Error(), herr, log)
+	}
+	return herr
+}
+
+// deadLetter ends the occurrence in the dead letters and enqueues its
+// successor in the same transaction. If that fails the handler's error is
+// returned with it, and the worker fails the job as usual.
+func (r *occRunner) deadLetter(ctx context.Context, job *worker.RawJob, env envelope, reason string, herr error, log *slog.Logger) error {
+	log.Warn("cron: occurrence failed for good; dead-lettering it and scheduling the next", "err", herr)
+	if err := job.DeadLetterWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log)); err != nil {
+		return errors.Join(herr, err)
+	}
+	return nil
+}
+
+// successor is the function that runs inside the transaction ending the
+// occurrence: the handler's own writes, then the next occurrence.
+func (r *occRunner) successor(env envelope, current quick.ID, commit func(kv.Transaction) error, log *slog.Logger) func(kv.Transaction) error {
+	return func(tr kv.Transaction) error {
+		if commit != nil {
+			if err := commit(tr); err != nil {
+				return err
+			}
+		}
+		next, err := scheduleNextTx(tr, r.q, env, current)
+		if isBadDefinition(err) {
+			// Retrying cannot fix a stored definition; completing the
+			// occurrence leaves the schedule visibly stopped (List shows
+			// it not alive, with the error) until it is registered again.
+			log.Error("cron: the schedule's definition is unusable; no next occurrence", "err", err)
+			return nil
+		}
+		if err == nil && !next.ID.IsZero() {
+			log.Debug("cron: next occurrence", "next", next.At, "next_id", next.ID, "duplicate", next.Duplicate)
+		}
+		return err
+	}
+}
+
+// defState is how an occurrence stands with its schedule's definition.
+type defState int
+
+const (
+	defCurrent defState = iota // same generation, or unreadable (the completion reports it)
+	defRemoved
+	defChanged
+)
+
+// definitionState reads the schedule's stored definition and compares its
+// generation with the occurrence's.
+func (r *occRunner) definitionState(ctx context.Context, env envelope) (defState, error) {
+	st := defCurrent
+	err := r.q.DB().ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		st = defCurrent
+		v, err := tr.Snapshot().Get(defKey(r.q, env.Name)).Get()
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			st = defRemoved
+			return nil
+		}
+		if d, err := unmarshalDefinition(env.Name, v); err == nil && d.Gen != env.Gen {
+			st = defChanged
+		}
+		return nil
+	})
+	return st, err
+}

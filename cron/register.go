@@ -1,0 +1,218 @@
+package cron
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// Register creates or replaces the schedule s.Name and makes sure it has
+// exactly one pending (or running) occurrence. It is idempotent:
+// registering an unchanged schedule whose chain is intact writes nothing,
+// so every process may register its schedules at startup.
+//
+// A changed schedule gets a new generation, and its pending occurrence is
+// cancelled and replaced by the new schedule's next one; an occurrence that
+// is running is left to finish, and its completion schedules the successor
+// from the new definition. A spec or time zone that does not parse, or a
+// spec that never fires, returns an error wrapping ErrInvalidSpec; other bad
+// fields ErrInvalidSchedule. Nothing is written then.
+//
+// Cost: one transaction (a read of the definition and of the unique key;
+// for a new schedule quick's enqueue reads and writes), plus a quick.Get of
+// the pending occurrence to check its generation; a change adds a cancel
+// and a second transaction to enqueue the new occurrence.
+func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
+	now := q.Now()
+	s, _, err := validate(s, now)
+	if err != nil {
+		return err
+	}
+	// Drawn once, outside the retry loop: a retry after an unknown commit
+	// finds its own definition unchanged instead of changing it again.
+	fresh := definition{Schedule: s, Gen: newGen()}
+	var (
+		d       definition
+		holders []quick.ID // occurrences that hold the unique key
+	)
+	err = transact(ctx, q.DB(), func(tr kv.Transaction, _ bool) error {
+		d, holders = fresh, nil
+		key := defKey(q, s.Name)
+		v, err := tr.Get(key).Get()
+		if err != nil {
+			return err
+		}
+		types := []string{s.TaskType}
+		if v != nil {
+			if old, err := unmarshalDefinition(s.Name, v); err == nil {
+				if sameConfig(old.Schedule, s) {
+					d = old
+				} else if old.TaskType != s.TaskType {
+					types = append(types, old.TaskType)
+				}
+			}
+		}
+		if d.Gen == fresh.Gen {
+			tr.Set(key, d.marshal())
+		}
+		for _, t := range types {
+			hv, err := tr.Snapshot().Get(holderKey(q, t, s.Name)).Get()
+			if err != nil {
+				return err
+			}
+			if len(hv) == len(quick.ID{}) {
+				holders = append(holders, quick.ID(hv))
+			}
+		}
+		if len(holders) > 0 {
+			return nil // checked below, outside the transaction
+		}
+		p, err := d.plan(now)
+		if err != nil {
+			return err
+		}
+		_, _, err = ensureTx(tr, q, d, p, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cron: register %q: %w", s.Name, err)
+	}
+	// An occurrence of another generation is an earlier version's: replace
+	// it. (The check is here, not in the transaction, because quick offers
+	// no lookup by ID inside one; it also catches an earlier Register that
+	// stopped between its steps.)
+	stale := false
+	for _, id := range holders {
+		st, err := replaceStale(ctx, q, id, d.Gen)
+		if err != nil {
+			return fmt.Errorf("cron: register %q: replace the old occurrence: %w", s.Name, err)
+		}
+		stale = stale || st
+	}
+	if stale {
+		if _, err := ensure(ctx, q, s.Name); err != nil {
+			return fmt.Errorf("cron: register %q: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// replaceStale reports whether occurrence id is not of generation gen (or
+// is gone), and cancels it if so and no worker holds it.
+func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, error) {
+	info, err := q.Get(ctx, id)
+	if quick.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if env, err := unmarshalEnvelope(info.Payload); err == nil && env.Gen == gen {
+		return false, nil
+	}
+	return true, cancelPending(ctx, q, id)
+}
+
+// Remove deletes the schedule and cancels its pending occurrence. An
+// occurrence that is running is left to finish; its completion finds no
+// definition and schedules nothing. It returns an error wrapping
+// ErrNotFound when there is no such schedule.
+func Remove(ctx context.Context, q *quick.Queue, name string) error {
+	var (
+		holder  quick.ID
+		removed bool
+	)
+	err := transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
+		key := defKey(q, name)
+		v, err := tr.Get(key).Get()
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			if maybeCommitted && removed {
+				// The earlier attempt's removal committed; the holder it
+				// read is the one to cancel.
+				return nil
+			}
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
+		tr.Clear(key)
+		removed = true
+		holder = quick.ID{}
+		if d, err := unmarshalDefinition(name, v); err == nil {
+			hv, err := tr.Snapshot().Get(holderKey(q, d.TaskType, name)).Get()
+			if err != nil {
+				return err
+			}
+			if len(hv) == len(quick.ID{}) {
+				holder = quick.ID(hv)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cron: remove %q: %w", name, err)
+	}
+	if holder.IsZero() {
+		return nil
+	}
+	if err := cancelPending(ctx, q, holder); err != nil {
+		return fmt.Errorf("cron: remove %q: cancel its occurrence: %w", name, err)
+	}
+	return nil
+}
+
+// cancelPending cancels an occurrence unless a worker holds it (or it is
+// gone already). quick has no cancel inside a caller's transaction, so this
+// is a transaction of its own, after the definition's: a crash in between
+// leaves an occurrence whose handler finds its definition gone or changed
+// and skips the run (see Handle). A claim between the lookup and the cancel
+// makes the cancel take the job from its worker, whose completion then
+// fails with a lost lease: that run is lost, never doubled.
+func cancelPending(ctx context.Context, q *quick.Queue, id quick.ID) error {
+	info, err := q.Get(ctx, id)
+	if quick.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.State != quick.StateScheduled && info.State != quick.StateReady {
+		return nil
+	}
+	if err := q.Cancel(ctx, id); err != nil && !quick.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// ensure runs ensureTx for the stored definition of name.
+func ensure(ctx context.Context, q *quick.Queue, name string) (restored bool, err error) {
+	err = transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
+		restored = false
+		now := q.Now()
+		d, p, found, err := loadTx(tr, q, name, now)
+		if err != nil || !found {
+			return err
+		}
+		res, id, err := ensureTx(tr, q, d, p, now)
+		if err != nil || id.IsZero() {
+			return err
+		}
+		// A duplicate of our own ID after an unknown commit is our own
+		// earlier attempt's job.
+		restored = !res.Duplicate || (maybeCommitted && res.ID == id)
+		return nil
+	})
+	return restored, err
+}
+
+func newGen() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return binary.BigEndian.Uint64(b[:])
+}

@@ -1,0 +1,33 @@
+package cron
+
+import (
+	"context"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// transact runs fn in db's retry loop, telling it whether an earlier
+// attempt may have committed (its commit ended in commit_unknown_result), so
+// that an operation can recognise its own earlier commit on a retry. The
+// same pattern as quick's.
+func transact(ctx context.Context, db kv.Database, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
+	tr, err := db.CreateTransaction()
+	if err != nil {
+		return err
+	}
+	w := &commitWatch{Transaction: tr}
+	return kv.Retry(ctx, w, func(kv.Transaction) error { return fn(w, w.unknown) })
+}
+
+type commitWatch struct {
+	kv.Transaction
+	unknown bool
+}
+
+func (c *commitWatch) Commit() error {
+	err := c.Transaction.Commit()
+	if kv.IsMaybeCommitted(err) {
+		c.unknown = true
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// job is a claimed job as the worker loop sees it.
+type job struct {
+	id      quick.ID
+	attempt int
+	lease   quick.Lease // lanes
+	ml      mirrorLease // mirror strategies
+}
+
+// ackReq ends one run of a job: completed, or failed and to run again.
+type ackReq struct {
+	j    job
+	fail bool
+}
+
+// strategy is one variant: how its queue is laid out and how its workers
+// claim and acknowledge.
+type strategy interface {
+	// queueLanes is the lane count the variant's queue is opened with.
+	queueLanes(cfg Config) int
+	// perSlot says each handler slot claims one job at a time, as the
+	// recipe's consumer loop does; otherwise one claim fills every free slot.
+	perSlot() bool
+	// batchAcks says finished jobs are acknowledged together, as many as
+	// are ready, instead of one transaction each.
+	batchAcks() bool
+	newClaimer(e *env, id string, members []string) claimer
+}
+
+// claimer is one worker's side of a strategy.
+type claimer interface {
+	// claim takes up to max vested jobs; with none, next is when the
+	// earliest scanned job vests (zero if unknown).
+	claim(ctx context.Context, max int) (jobs []job, next time.Time, err error)
+	// ack applies acks and returns how many found their lease lost.
+	ack(ctx context.Context, reqs []ackReq) (lost int, err error)
+}
+
+func strategyFor(name string) (strategy, error) {
+	switch name {
+	case "fdb-recipe-delete":
+		return recipe{deleteOnDequeue: true}, nil
+	case "fdb-recipe-lease":
+		return recipe{}, nil
+	case "quick-random-k":
+		return randomK{}, nil
+	case "lanes":
+		return lanesStrategy{}, nil
+	}
+	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v)", name, Variants)
+}

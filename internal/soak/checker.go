@@ -1,0 +1,228 @@
+package soak
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// Verdict is what the checker found.
+type Verdict struct {
+	Jobs          int `json:"jobs"`
+	Completed     int `json:"completed"`
+	DeadLettered  int `json:"dead_lettered"`
+	Claims        int `json:"claims"`
+	Runs          int `json:"runs"`
+	Overlaps      int `json:"overlaps"`
+	CronCompleted int `json:"cron_occurrences_completed"`
+	CronChains    int `json:"cron_chains"`
+	// Violations lists each violation found; the run fails if any.
+	Violations []string `json:"violations"`
+}
+
+func (v *Verdict) violate(format string, args ...any) {
+	v.Violations = append(v.Violations, fmt.Sprintf(format, args...))
+}
+
+// Check verifies the history against what the queue promises (see the
+// package comment).
+func Check(h History) Verdict {
+	v := Verdict{Claims: len(h.Claims), Runs: len(h.Runs), CronChains: len(h.CronEntries)}
+
+	// The last claim of each job: the one with the highest attempt, since
+	// every claim of a job counts one more attempt than the one before.
+	last := map[quick.ID]ClaimRec{}
+	claimedTokens := map[quick.ID]map[uint64]bool{}
+	for _, c := range h.Claims {
+		if l, ok := last[c.ID]; !ok || c.Attempt > l.Attempt {
+			last[c.ID] = c
+		}
+		if claimedTokens[c.ID] == nil {
+			claimedTokens[c.ID] = map[uint64]bool{}
+		}
+		claimedTokens[c.ID][c.Token] = true
+	}
+	runs := map[quick.ID][]RunRec{}
+	for _, r := range h.Runs {
+		runs[r.ID] = append(runs[r.ID], r)
+	}
+	v.Overlaps = countOverlaps(runs)
+
+	completions := map[quick.ID][]CompletionRec{}
+	for _, c := range h.Completions {
+		completions[c.ID] = append(completions[c.ID], c)
+	}
+	// Stale tokens and duplicates, for every completion of every kind.
+	for id, cs := range completions {
+		if len(cs) > 1 {
+			v.violate("job %s completed %d times (tokens %v)", id, len(cs), tokens(cs))
+		}
+		for _, c := range cs {
+			l, ok := last[id]
+			switch {
+			case !claimedTokens[id][c.Token]:
+				v.violate("job %s: a completion committed under token %x, which no claim handed out", id, c.Token)
+			case ok && c.Token != l.Token:
+				v.violate("job %s: a completion committed under stale token %x (attempt %d); the last claim was token %x (attempt %d)",
+					id, c.Token, c.Attempt, l.Token, l.Attempt)
+			}
+		}
+	}
+
+	dead := set(h.Dead)
+	pending := set(h.Pending)
+	enqueued := map[quick.ID]JobRec{}
+	logical := map[[2]int]quick.ID{}
+	for _, j := range h.Jobs {
+		if _, dup := enqueued[j.ID]; dup {
+			v.violate("job %s was recorded as enqueued twice", j.ID)
+		}
+		enqueued[j.ID] = j
+		key := [2]int{j.Producer, j.Seq}
+		if other, dup := logical[key]; dup && !j.Uncertain {
+			v.violate("producer %d job %d was created twice, as %s and %s", j.Producer, j.Seq, other, j.ID)
+		}
+		logical[key] = j.ID
+	}
+	for _, j := range h.Jobs {
+		exists := len(runs[j.ID]) > 0 || len(completions[j.ID]) > 0 || dead[j.ID] || pending[j.ID] || len(claimedTokens[j.ID]) > 0
+		if j.Uncertain && !exists {
+			continue // the failed enqueue did not commit: nothing to finish
+		}
+		v.Jobs++
+		n := len(completions[j.ID])
+		if n > 0 {
+			v.Completed++
+		}
+		if dead[j.ID] {
+			v.DeadLettered++
+		}
+		if len(runs[j.ID]) == 0 {
+			v.violate("job %s (%s) never ran", j.ID, j.Kind)
+		}
+		switch {
+		case pending[j.ID]:
+			v.violate("job %s (%s) is still queued at the end", j.ID, j.Kind)
+		case j.Kind == KindPoison && !dead[j.ID]:
+			v.violate("job %s always fails but is not in the dead letters", j.ID)
+		case j.Kind == KindPoison && n > 0:
+			v.violate("job %s always fails but has a committed completion", j.ID)
+		case j.Kind != KindPoison && dead[j.ID]:
+			v.violate("job %s (%s) was dead-lettered", j.ID, j.Kind)
+		case j.Kind != KindPoison && n == 0:
+			v.violate("job %s (%s) was lost: no committed completion, not queued, not dead", j.ID, j.Kind)
+		}
+	}
+	for id, cs := range completions {
+		if _, ok := enqueued[id]; !ok && cs[0].Schedule == "" {
+			v.violate("job %s completed but no producer enqueued it", id)
+		}
+	}
+	for _, id := range append(slices.Clone(h.Dead), h.Pending...) {
+		if _, ok := enqueued[id]; !ok {
+			v.violate("job %s is in the queue but no producer enqueued it", id)
+		}
+	}
+	checkCron(h, completions, &v)
+	sort.Strings(v.Violations)
+	return v
+}
+
+// checkCron verifies each chain: every occurrence completed at most once,
+// every one that ran is completed or is the chain's pending one, the pending
+// one is later than every completed one, and no chain has a second pending
+// occurrence (a completion that scheduled two successors) or none (one
+// that scheduled none).
+func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) {
+	if len(h.CronEntries) == 0 {
+		return
+	}
+	pending := set(h.CronPending)
+	dead := set(h.CronDead)
+	lastDone := map[string]time.Time{}
+	type occ struct {
+		name string
+		at   time.Time
+	}
+	seen := map[occ]quick.ID{}
+	for id, cs := range completions {
+		c := cs[0]
+		if c.Schedule == "" {
+			continue
+		}
+		v.CronCompleted++
+		o := occ{c.Schedule, c.ScheduledAt}
+		if other, dup := seen[o]; dup {
+			v.violate("cron %s at %v completed twice, as %s and %s", c.Schedule, c.ScheduledAt, other, id)
+		}
+		seen[o] = id
+		if c.ScheduledAt.After(lastDone[c.Schedule]) {
+			lastDone[c.Schedule] = c.ScheduledAt
+		}
+	}
+	next := map[quick.ID]bool{}
+	for _, e := range h.CronEntries {
+		next[e.NextID] = true
+		switch {
+		case !e.Alive || e.NextID.IsZero():
+			v.violate("cron chain %s is broken: no pending occurrence after %v", e.Name, lastDone[e.Name])
+		case !pending[e.NextID]:
+			v.violate("cron chain %s: its next occurrence %s is not in the queue", e.Name, e.NextID)
+		case !e.Next.After(lastDone[e.Name]):
+			v.violate("cron chain %s: its next occurrence (%v) is not after its last completed one (%v)", e.Name, e.Next, lastDone[e.Name])
+		}
+	}
+	for _, id := range h.CronPending {
+		if !next[id] {
+			v.violate("cron occurrence %s is queued but is no chain's next one (a second successor?)", id)
+		}
+	}
+	for _, id := range h.CronDead {
+		v.violate("cron occurrence %s was dead-lettered", id)
+	}
+	for _, r := range h.Runs {
+		if r.Schedule != "" && len(completions[r.ID]) == 0 && !pending[r.ID] && !dead[r.ID] {
+			v.violate("cron occurrence %s of %s ran but was neither completed nor is it queued: its chain lost it", r.ID, r.Schedule)
+		}
+	}
+}
+
+// countOverlaps counts runs of a job that started before an earlier run of
+// the same job had ended.
+func countOverlaps(runs map[quick.ID][]RunRec) int {
+	n := 0
+	for _, rs := range runs {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+		for i := 1; i < len(rs); i++ {
+			end := rs[0].End
+			for _, p := range rs[:i] {
+				if p.End.After(end) {
+					end = p.End
+				}
+			}
+			if rs[i].Start.Before(end) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func tokens(cs []CompletionRec) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = fmt.Sprintf("%x", c.Token)
+	}
+	return out
+}
+
+func set(ids []quick.ID) map[quick.ID]bool {
+	m := make(map[quick.ID]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}

@@ -1,0 +1,147 @@
+package soak
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// cleanHistory is a history with no violation: two jobs completed under
+// their last claims (one after a lapsed lease, with an overlap), a poison
+// job dead-lettered, and one cron chain of two completed occurrences.
+func cleanHistory() History {
+	t0 := time.Unix(1_900_000_000, 0)
+	a, b, p := quick.NewID(t0), quick.NewID(t0), quick.NewID(t0)
+	c0, c1, c2 := quick.NewID(t0), quick.NewID(t0.Add(time.Second)), quick.NewID(t0.Add(2*time.Second))
+	return History{
+		Jobs: []JobRec{
+			{ID: a, Kind: KindNormal, Producer: 0, Seq: 0},
+			{ID: b, Kind: KindNormal, Producer: 0, Seq: 1},
+			{ID: p, Kind: KindPoison, Producer: 1, Seq: 0},
+		},
+		Claims: []ClaimRec{
+			{ID: a, Token: 1, Attempt: 1, Worker: "w1"},
+			{ID: b, Token: 2, Attempt: 1, Worker: "w1"},
+			{ID: b, Token: 3, Attempt: 2, Worker: "w2"}, // w1 paused past its lease
+			{ID: p, Token: 4, Attempt: 1, Worker: "w2"},
+			{ID: c0, Token: 5, Attempt: 1, Worker: "w2"},
+			{ID: c1, Token: 6, Attempt: 1, Worker: "w1"},
+		},
+		Runs: []RunRec{
+			{ID: a, Token: 1, Start: t0, End: t0.Add(time.Second)},
+			{ID: b, Token: 2, Start: t0, End: t0.Add(12 * time.Second)},
+			{ID: b, Token: 3, Start: t0.Add(10 * time.Second), End: t0.Add(11 * time.Second)},
+			{ID: p, Token: 4, Start: t0, End: t0.Add(time.Second)},
+			{ID: c0, Token: 5, Start: t0, End: t0.Add(time.Second), Schedule: "chain"},
+			{ID: c1, Token: 6, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Schedule: "chain"},
+		},
+		Completions: []CompletionRec{
+			{ID: a, Token: 1, Attempt: 1},
+			{ID: b, Token: 3, Attempt: 2},
+			{ID: c0, Token: 5, Schedule: "chain", ScheduledAt: t0},
+			{ID: c1, Token: 6, Schedule: "chain", ScheduledAt: t0.Add(time.Second)},
+		},
+		Dead:        []quick.ID{p},
+		CronPending: []quick.ID{c2},
+		CronEntries: []CronEntry{{Name: "chain", Alive: true, Next: t0.Add(2 * time.Second), NextID: c2}},
+	}
+}
+
+func TestCheckerPassesACleanHistory(t *testing.T) {
+	v := Check(cleanHistory())
+	if len(v.Violations) != 0 {
+		t.Fatalf("violations in a clean history: %v", v.Violations)
+	}
+	if v.Jobs != 3 || v.Completed != 2 || v.DeadLettered != 1 || v.CronCompleted != 2 || v.Overlaps != 1 {
+		t.Fatalf("counts: %+v", v)
+	}
+}
+
+// TestCheckerReportsPlantedViolations plants one violation at a time and
+// asserts the checker names it.
+func TestCheckerReportsPlantedViolations(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(h *History)
+		want  string
+	}{
+		{"duplicate completion", func(h *History) {
+			h.Completions = append(h.Completions, CompletionRec{ID: h.Jobs[0].ID, Token: 1, Attempt: 1})
+		}, "completed 2 times"},
+		{"lost job", func(h *History) {
+			h.Completions = h.Completions[1:] // job a's completion never committed
+		}, "was lost"},
+		{"stale-token write", func(h *History) {
+			h.Completions[1].Token, h.Completions[1].Attempt = 2, 1 // b completed by the paused w1
+		}, "stale token"},
+		{"token never claimed", func(h *History) {
+			h.Completions[0].Token = 99
+		}, "no claim handed out"},
+		{"job created twice", func(h *History) {
+			dup := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: dup, Kind: KindNormal, Producer: 0, Seq: 0})
+			h.Claims = append(h.Claims, ClaimRec{ID: dup, Token: 50, Attempt: 1})
+			h.Runs = append(h.Runs, RunRec{ID: dup, Token: 50})
+			h.Completions = append(h.Completions, CompletionRec{ID: dup, Token: 50, Attempt: 1})
+		}, "created twice"},
+		{"phantom completion", func(h *History) {
+			ph := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Claims = append(h.Claims, ClaimRec{ID: ph, Token: 51, Attempt: 1})
+			h.Completions = append(h.Completions, CompletionRec{ID: ph, Token: 51, Attempt: 1})
+		}, "no producer enqueued it"},
+		{"job still queued", func(h *History) {
+			h.Completions = h.Completions[1:]
+			h.Pending = []quick.ID{h.Jobs[0].ID}
+		}, "still queued"},
+		{"never ran", func(h *History) {
+			h.Runs = h.Runs[1:]
+		}, "never ran"},
+		{"poison not dead", func(h *History) {
+			h.Dead = nil
+		}, "not in the dead letters"},
+		{"normal job dead-lettered", func(h *History) {
+			h.Dead = append(h.Dead, h.Jobs[0].ID)
+		}, "was dead-lettered"},
+		{"cron chain broken", func(h *History) {
+			h.CronPending = nil
+			h.CronEntries[0] = CronEntry{Name: "chain"}
+		}, "chain chain is broken"},
+		{"cron second successor", func(h *History) {
+			h.CronPending = append(h.CronPending, quick.NewID(time.Unix(1_900_000_000, 0)))
+		}, "no chain's next one"},
+		{"cron occurrence completed twice", func(h *History) {
+			h.Completions[3].ScheduledAt = h.Completions[2].ScheduledAt
+		}, "completed twice"},
+		{"cron occurrence lost", func(h *History) {
+			h.Completions = h.Completions[:3]
+		}, "its chain lost it"},
+		{"cron stale attempt", func(h *History) {
+			h.Claims = append(h.Claims, ClaimRec{ID: h.Completions[3].ID, Token: 7, Attempt: 2})
+		}, "stale token"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := cleanHistory()
+			c.plant(&h)
+			v := Check(h)
+			found := false
+			for _, s := range v.Violations {
+				found = found || strings.Contains(s, c.want)
+			}
+			if !found {
+				t.Fatalf("planted %s; want a violation containing %q, got %v", c.name, c.want, v.Violations)
+			}
+		})
+	}
+}
+
+// TestUncertainEnqueueThatNeverCommitted is not a lost job.
+func TestUncertainEnqueueThatNeverCommitted(t *testing.T) {
+	h := cleanHistory()
+	h.Jobs = append(h.Jobs, JobRec{ID: quick.NewID(time.Unix(1_900_000_000, 0)), Kind: KindNormal, Producer: 2, Uncertain: true})
+	if v := Check(h); len(v.Violations) != 0 || v.Jobs != 3 {
+		t.Fatalf("an uncertain enqueue that left no trace: %+v", v)
+	}
+}

@@ -1,0 +1,84 @@
+package soak
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// Config is one soak run.
+type Config struct {
+	// Duration bounds the run: chaos for Duration minus one lease, then a
+	// drain until every job is finished (at most a lease and a half more).
+	Duration    time.Duration `json:"duration"`
+	Producers   int           `json:"producers"`
+	Rate        float64       `json:"rate"` // work jobs/s, all producers together
+	Workers     int           `json:"workers"`
+	Concurrency int           `json:"concurrency"`
+	JobMean     time.Duration `json:"job_mean"` // exponential handler durations
+	Lease       time.Duration `json:"lease"`
+	// KillEvery is the mean time between kills of a random worker (each is
+	// replaced by a new one at once).
+	KillEvery time.Duration `json:"kill_every"`
+	// Skew bounds each worker's clock offset, drawn uniformly in ±Skew.
+	Skew time.Duration `json:"skew"`
+	// PauseShare is the share of runs whose handler blocks past its lease.
+	PauseShare     float64 `json:"pause_share"`
+	TransientShare float64 `json:"transient_share"`
+	PoisonShare    float64 `json:"poison_share"`
+	PoisonAttempts int     `json:"poison_attempts"`
+	// Faults per write commit.
+	UnknownCommitted    float64 `json:"unknown_committed"`
+	UnknownNotCommitted float64 `json:"unknown_not_committed"`
+	Conflict            float64 `json:"conflict"`
+	CronSchedules       int     `json:"cron_schedules"`
+	CronSpec            string  `json:"cron_spec"`
+	Seed                uint64  `json:"seed"`
+	// Verbose sends the queue's, workers' and cron's warnings to the log.
+	Verbose bool `json:"-"`
+}
+
+// Default is the full soak.
+func Default() Config {
+	return Config{
+		Duration: 30 * time.Second, Producers: 2, Rate: 80, Workers: 6, Concurrency: 4,
+		JobMean: 10 * time.Millisecond, Lease: quick.MinLease, KillEvery: time.Second, Skew: time.Second,
+		PauseShare: 0.01, TransientShare: 0.05, PoisonShare: 0.02, PoisonAttempts: 3,
+		UnknownCommitted: 0.02, UnknownNotCommitted: 0.02, Conflict: 0.02,
+		CronSchedules: 3, CronSpec: "@every 1s", Seed: 1,
+	}
+}
+
+// Short is the CI soak, about 20 s.
+func Short() Config {
+	c := Default()
+	c.Duration = 20 * time.Second
+	c.Rate = 50
+	return c
+}
+
+// Validate rejects configurations that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case c.Lease < quick.MinLease:
+		return fmt.Errorf("soak: lease %v is under quick's minimum %v", c.Lease, quick.MinLease)
+	case c.Duration < c.Lease+5*time.Second:
+		return fmt.Errorf("soak: duration %v leaves no chaos phase before a lease-long drain (want at least %v)", c.Duration, c.Lease+5*time.Second)
+	case c.Workers < 1 || c.Concurrency < 1 || c.Producers < 1:
+		return fmt.Errorf("soak: workers, concurrency and producers must be at least 1")
+	case c.Skew < 0 || c.Skew > c.Lease/4:
+		return fmt.Errorf("soak: skew %v must be within a quarter lease (the worker runtime refuses to claim beyond it)", c.Skew)
+	case c.PoisonAttempts < 1:
+		return fmt.Errorf("soak: poison attempts must be at least 1")
+	}
+	return nil
+}
+
+// chaos is how long producers, kills and pauses run: the duration minus a
+// lease and a second, so jobs stranded by the last kill vest again in time.
+func (c Config) chaos() time.Duration { return max(c.Duration-c.Lease-time.Second, 5*time.Second) }
+
+// pause is how long a paused handler blocks: past its lease even as seen
+// by the most skewed workers.
+func (c Config) pause() time.Duration { return c.Lease + 2*c.Skew + time.Second }

@@ -1,0 +1,106 @@
+package soak
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// payload is a work job's description of itself.
+type payload struct {
+	Kind     string `json:"k"`
+	Producer int    `json:"p,omitempty"`
+	Seq      int    `json:"n,omitempty"`
+}
+
+// completion is the value of a history record.
+type completion struct {
+	Worker      string    `json:"w"`
+	Attempt     int       `json:"a"`
+	Schedule    string    `json:"s,omitempty"`
+	ScheduledAt time.Time `json:"at,omitzero"`
+}
+
+// workHandler runs the work jobs. Normal jobs, and transient ones after
+// their first attempt, complete through Job.CompleteWith with a history
+// record written in the completing transaction; poison jobs always fail.
+func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
+	return func(ctx context.Context, job *worker.RawJob) error {
+		h.handlers.Add(1)
+		defer h.handlers.Done()
+		l := job.Lease
+		h.rec.claim(ClaimRec{ID: l.ID, Token: l.Token(), Attempt: l.Attempt, Worker: wid})
+		start := time.Now()
+		defer func() { h.rec.run(RunRec{ID: l.ID, Token: l.Token(), Worker: wid, Start: start, End: time.Now()}) }()
+		var p payload
+		if err := json.Unmarshal(job.Args, &p); err != nil {
+			return worker.Cancel("bad payload")
+		}
+		if err := h.work(ctx, clk); err != nil {
+			return err
+		}
+		if p.Kind == KindPoison || p.Kind == KindTransient && l.Attempt == 1 {
+			return errors.New(p.Kind + " failure")
+		}
+		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
+			h.record(tr, l.ID, l.Token(), completion{Worker: wid, Attempt: l.Attempt})
+			return nil
+		})
+	}
+}
+
+// cronHandler runs the cron occurrences through package cron, which
+// completes each and enqueues its successor in one transaction; the history
+// record rides in that transaction too. cron hides the lease, so the
+// attempt number stands for the token: each claim of a job counts one more
+// attempt, so it names the claim as uniquely.
+func (h *harness) cronHandler(wid string, clk *workerClock) cron.TxHandler {
+	return func(ctx context.Context, occ cron.Occurrence) (func(kv.Transaction) error, error) {
+		h.handlers.Add(1)
+		defer h.handlers.Done()
+		tok := uint64(occ.Attempt)
+		h.rec.claim(ClaimRec{ID: occ.JobID, Token: tok, Attempt: occ.Attempt, Worker: wid})
+		start := time.Now()
+		defer func() {
+			h.rec.run(RunRec{ID: occ.JobID, Token: tok, Worker: wid, Start: start, End: time.Now(), Schedule: occ.Name})
+		}()
+		if err := h.work(ctx, clk); err != nil {
+			return nil, err
+		}
+		return func(tr kv.Transaction) error {
+			h.record(tr, occ.JobID, tok, completion{Worker: wid, Attempt: occ.Attempt, Schedule: occ.Name, ScheduledAt: occ.ScheduledAt})
+			return nil
+		}, nil
+	}
+}
+
+// work is a handler's body: now and then it pauses its whole worker past
+// the lease, then it sleeps its duration on the worker's clock.
+func (h *harness) work(ctx context.Context, clk *workerClock) error {
+	if h.shouldPause() {
+		clk.Pause(h.cfg.pause())
+	}
+	select {
+	case <-clk.After(h.jobDuration()):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// record writes a history record keyed by (job, token, nonce). The nonce is
+// fresh for every attempt of the transaction, so if two attempts ever both
+// committed, two records would show it.
+func (h *harness) record(tr kv.Transaction, id quick.ID, token uint64, c completion) {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	v, _ := json.Marshal(c)
+	tr.Set(h.histKey(id, token, nonce[:]), v)
+}

@@ -1,0 +1,398 @@
+package soak
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+const (
+	workType = "soak"
+	cronType = "soak-cron"
+)
+
+// Report is a soak run's outcome.
+type Report struct {
+	Config        Config        `json:"config"`
+	Elapsed       float64       `json:"elapsed_s"`
+	Kills         int64         `json:"kills"`
+	Pauses        int64         `json:"pauses"`
+	WorkersRun    int           `json:"workers_started"`
+	Faults        kv.FaultStats `json:"faults"`
+	ClaimCommits  int64         `json:"commits"`
+	NaturalConfl  int64         `json:"natural_conflicts"`
+	DrainTimedOut bool          `json:"drain_timed_out"`
+	Verdict       Verdict       `json:"verdict"`
+}
+
+// harness is one soak run's shared state.
+type harness struct {
+	cfg   Config
+	db    *kv.FaultyDB
+	cnt   *kv.CountedDB
+	space tuple.Subspace // the queue's
+	hist  tuple.Subspace // completion records
+	rec   recorder
+	chaos atomic.Bool
+	// handlers counts running handlers: Kill does not wait for them, and
+	// the history must not be read while one may still record.
+	handlers sync.WaitGroup
+	kills    atomic.Int64
+	pause    atomic.Int64
+
+	logger *slog.Logger
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+func (h *harness) float() float64 {
+	h.rngMu.Lock()
+	defer h.rngMu.Unlock()
+	return h.rng.Float64()
+}
+
+func (h *harness) jobDuration() time.Duration {
+	h.rngMu.Lock()
+	defer h.rngMu.Unlock()
+	return time.Duration(h.rng.ExpFloat64() * float64(h.cfg.JobMean))
+}
+
+// shouldPause draws whether a handler blocks past its lease; only during
+// the chaos phase, so the drain can finish.
+func (h *harness) shouldPause() bool {
+	if !h.chaos.Load() || h.float() >= h.cfg.PauseShare {
+		return false
+	}
+	h.pause.Add(1)
+	return true
+}
+
+func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
+	var t [8]byte
+	binary.BigEndian.PutUint64(t[:], token)
+	return h.hist.Pack(tuple.Tuple{tuple.UUID(id), t[:], nonce})
+}
+
+// openQueue opens a queue handle on clk: every worker has its own, since a
+// quick.Queue takes its time from its options.
+func (h *harness) openQueue(ctx context.Context, clk clock.Clock) (*quick.Queue, error) {
+	return quick.Open(ctx, h.db, h.space, quick.Options{
+		Clock:   clk,
+		Backoff: func(int) time.Duration { return 200 * time.Millisecond },
+		Logger:  h.logger,
+	})
+}
+
+// Run runs one soak on memkv with FDB's latencies and returns the checker's
+// verdict with the counts of what was injected. log gets progress lines.
+func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	mem := memkv.Open(memkv.Options{Latency: memkv.FDBLatency(), Seed: int64(cfg.Seed)})
+	defer mem.Close()
+	return RunOn(ctx, mem, tuple.FromTuple(tuple.Tuple{"soak"}), cfg, log)
+}
+
+// RunOn runs one soak on db under base, which it leaves holding the queue
+// and history for inspection.
+func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config, log io.Writer) (Report, error) {
+	started := time.Now()
+	cnt := kv.WithCounters(db)
+	h := &harness{
+		cfg: cfg, cnt: cnt,
+		db: kv.WithFaults(cnt, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
+			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict}),
+		space: base.Sub("q"), hist: base.Sub("hist"),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 7)),
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if cfg.Verbose {
+		h.logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	rep := Report{Config: cfg}
+	admin, err := h.openQueue(ctx, clock.Real())
+	if err != nil {
+		return rep, err
+	}
+	for s := range cfg.CronSchedules {
+		err := cron.Register(ctx, admin, cron.Schedule{Name: fmt.Sprintf("chain-%d", s), Spec: cfg.CronSpec, TaskType: cronType})
+		if err != nil {
+			return rep, fmt.Errorf("soak: register cron %d: %w", s, err)
+		}
+	}
+
+	h.chaos.Store(true)
+	var (
+		mu      sync.Mutex
+		workers []*soakWorker
+		all     []*soakWorker
+		seq     int
+	)
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	start := func() error {
+		seq++
+		clk := &workerClock{offset: time.Duration((2*h.float() - 1) * float64(cfg.Skew))}
+		w, err := h.startWorker(wctx, fmt.Sprintf("w%03d", seq), clk)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+		all = append(all, w)
+		return nil
+	}
+	mu.Lock()
+	for range cfg.Workers {
+		if err := start(); err != nil {
+			mu.Unlock()
+			return rep, err
+		}
+	}
+	mu.Unlock()
+
+	chaosCtx, endChaos := context.WithTimeout(ctx, cfg.chaos())
+	defer endChaos()
+	var bg sync.WaitGroup
+	for p := range cfg.Producers {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			h.produce(chaosCtx, admin, p)
+		}()
+	}
+	bg.Add(1)
+	go func() { // the killer
+		defer bg.Done()
+		for {
+			if !sleep(chaosCtx, time.Duration(h.rngExp()*float64(cfg.KillEvery))) {
+				return
+			}
+			mu.Lock()
+			i := int(h.float() * float64(len(workers)))
+			workers[i].Kill()
+			workers = append(workers[:i], workers[i+1:]...)
+			h.kills.Add(1)
+			_ = start()
+			mu.Unlock()
+		}
+	}()
+	<-chaosCtx.Done()
+	bg.Wait()
+	h.chaos.Store(false)
+	fmt.Fprintf(log, "soak: chaos phase over after %v: %d kills, %d pauses; draining\n", time.Since(started).Round(time.Millisecond), h.kills.Load(), h.pause.Load())
+
+	// Drain: every work job finished, at most a lease and a half (plus the
+	// skew) after the last kill stranded jobs.
+	deadline := time.Now().Add(cfg.Lease + cfg.Lease/2 + 2*cfg.Skew)
+	for {
+		n, err := countQueued(ctx, admin, workType)
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			rep.DrainTimedOut = true
+			break
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	// Kill, not stop: a graceful stop would release jobs and leave the
+	// registry, writes the checker does not need racing its reads.
+	for _, w := range all {
+		w.Kill()
+	}
+	stopWorkers()
+	for _, w := range all {
+		w.Wait()
+	}
+	h.handlers.Wait()
+	h.db.SetEnabled(false)
+
+	hist, err := h.history(ctx, admin)
+	if err != nil {
+		return rep, err
+	}
+	rep.Verdict = Check(hist)
+	rep.Elapsed = time.Since(started).Seconds()
+	rep.Kills, rep.Pauses, rep.WorkersRun = h.kills.Load(), h.pause.Load(), len(all)
+	rep.Faults = h.db.Stats()
+	st := cnt.Stats()
+	rep.ClaimCommits, rep.NaturalConfl = st.Commits, st.Conflicts-rep.Faults.Conflicts
+	return rep, nil
+}
+
+func (h *harness) rngExp() float64 {
+	h.rngMu.Lock()
+	defer h.rngMu.Unlock()
+	return h.rng.ExpFloat64()
+}
+
+// produce enqueues this producer's share of the rate until ctx ends. Each
+// enqueue runs to its end even when the phase ends, so every job is known
+// to exist or not; one that fails outright is recorded as uncertain.
+func (h *harness) produce(ctx context.Context, q *quick.Queue, p int) {
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, uint64(100+p)))
+	per := time.Duration(float64(time.Second) * float64(h.cfg.Producers) / h.cfg.Rate)
+	for n := 0; ; n++ {
+		if !sleep(ctx, per) {
+			return
+		}
+		kind, maxAttempts := KindNormal, 0
+		switch r := rng.Float64(); {
+		case r < h.cfg.PoisonShare:
+			kind, maxAttempts = KindPoison, h.cfg.PoisonAttempts
+		case r < h.cfg.PoisonShare+h.cfg.TransientShare:
+			kind = KindTransient
+		}
+		body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n})
+		id := q.NewID()
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: workType, Payload: body, MaxAttempts: maxAttempts})
+		cancel()
+		h.rec.job(JobRec{ID: id, Kind: kind, Producer: p, Seq: n, Uncertain: err != nil})
+	}
+}
+
+// countQueued counts a task type's scheduled, ready and leased jobs.
+func countQueued(ctx context.Context, q *quick.Queue, tt string) (int, error) {
+	ids, err := listAll(ctx, q, tt)
+	return len(ids), err
+}
+
+func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
+	var out []quick.ID
+	var after []byte
+	for {
+		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page.Jobs {
+			out = append(out, j.ID)
+		}
+		if page.Next == nil {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
+func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
+	var out []quick.ID
+	var after []byte
+	for {
+		page, err := q.ListDead(ctx, tt, 1000, after)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page.Jobs {
+			out = append(out, j.ID)
+		}
+		if page.Next == nil {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
+// history assembles the recorded history and reads the final database:
+// the completion records, the jobs still queued and the dead letters.
+func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) {
+	h.rec.mu.Lock()
+	hist := History{Jobs: h.rec.jobs, Claims: h.rec.claims, Runs: h.rec.runs}
+	h.rec.mu.Unlock()
+	entries, err := cron.List(ctx, q)
+	if err != nil {
+		return hist, err
+	}
+	for _, e := range entries {
+		hist.CronEntries = append(hist.CronEntries, CronEntry{Name: e.Name, Alive: e.Alive, Next: e.Next, NextID: e.NextID})
+	}
+	if hist.Pending, err = listAll(ctx, q, workType); err != nil {
+		return hist, err
+	}
+	if hist.CronPending, err = listAll(ctx, q, cronType); err != nil {
+		return hist, err
+	}
+	if hist.Dead, err = listDead(ctx, q, workType); err != nil {
+		return hist, err
+	}
+	if hist.CronDead, err = listDead(ctx, q, cronType); err != nil {
+		return hist, err
+	}
+	b, e := h.hist.Range()
+	var kvs []kv.KeyValue
+	err = h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		kvs, err = tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
+		return err
+	})
+	if err != nil {
+		return hist, err
+	}
+	for _, p := range kvs {
+		t, err := h.hist.Unpack(p.Key)
+		if err != nil || len(t) != 3 {
+			return hist, fmt.Errorf("soak: bad history key %x", p.Key)
+		}
+		id, _ := t[0].(tuple.UUID)
+		tok, _ := t[1].([]byte)
+		var c completion
+		if err := json.Unmarshal(p.Value, &c); err != nil || len(tok) != 8 {
+			return hist, fmt.Errorf("soak: bad history record %x", p.Key)
+		}
+		hist.Completions = append(hist.Completions, CompletionRec{
+			ID: quick.ID(id), Token: binary.BigEndian.Uint64(tok), Worker: c.Worker, Attempt: c.Attempt,
+			Schedule: c.Schedule, ScheduledAt: c.ScheduledAt,
+		})
+	}
+	return hist, nil
+}
+
+// WriteSummary prints the counts the checker checked.
+func (r Report) WriteSummary(w io.Writer) {
+	v := r.Verdict
+	fmt.Fprintf(w, "soak: %.1fs on memkv+FDBLatency, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
+		r.Elapsed, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
+	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
+	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
+	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
+	fmt.Fprintf(w, "pauses past the lease:   %d\n", r.Pauses)
+	fmt.Fprintf(w, "1021 injected:           %d committed, %d not committed\n", r.Faults.UnknownCommitted, r.Faults.UnknownNotCommitted)
+	fmt.Fprintf(w, "conflicts injected:      %d (plus %d real ones, of %d write commits)\n", r.Faults.Conflicts, r.NaturalConfl, r.ClaimCommits)
+	fmt.Fprintf(w, "overlaps (at-least-once): %d\n", v.Overlaps)
+	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains\n", v.CronCompleted, v.CronChains)
+	if r.DrainTimedOut {
+		fmt.Fprintln(w, "drain:                   TIMED OUT (jobs were still queued)")
+	}
+	fmt.Fprintf(w, "violations: %d\n", len(v.Violations))
+	for _, s := range v.Violations {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

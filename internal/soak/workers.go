@@ -1,0 +1,53 @@
+package soak
+
+import (
+	"context"
+	"time"
+
+	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// soakWorker is one worker process: a worker.Worker on its own queue handle
+// and clock, running the work and cron handlers.
+type soakWorker struct {
+	w    *worker.Worker
+	done chan struct{}
+}
+
+func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) (*soakWorker, error) {
+	q, err := h.openQueue(ctx, clk)
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Config{
+		Queue: q, ID: id, Clock: clk,
+		Logger: h.logger,
+		// Short idle sleeps: a lapsed lease writes nothing that could wake
+		// an idle worker, and the drain should not wait on a long sleep.
+		MaxIdleSleep: time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := worker.HandlerOptions{Concurrency: h.cfg.Concurrency, Lease: h.cfg.Lease}
+	if err := worker.RegisterRaw(w, workType, h.workHandler(id, clk), opts); err != nil {
+		return nil, err
+	}
+	if err := cron.HandleTx(w, cronType, h.cronHandler(id, clk), opts); err != nil {
+		return nil, err
+	}
+	sw := &soakWorker{w: w, done: make(chan struct{})}
+	go func() {
+		defer close(sw.done)
+		_ = w.Run(ctx)
+	}()
+	return sw, nil
+}
+
+// Kill stops the worker as a crash would (worker.Kill): no release, no ack
+// flush, no deregistration; its leases lapse.
+func (s *soakWorker) Kill() { s.w.Kill() }
+
+// Wait blocks until the worker's Run has returned.
+func (s *soakWorker) Wait() { <-s.done }

@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"context"
+	"sync"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// ackReq is a job's ack waiting to commit.
+type ackReq struct {
+	st  *jobState
+	ack quick.Ack
+}
+
+// acker commits the worker's acks in batches. There is no timer: a lone ack
+// commits at once, and every ack queued while a commit is in flight goes
+// into the next quick.Ack call. Under load a commit carries many jobs; at
+// rest no ack waits.
+type acker struct {
+	w      *Worker
+	kickCh chan struct{}
+	stopCh chan struct{}
+	once   sync.Once
+	done   chan struct{}
+
+	mu     sync.Mutex
+	queue  []ackReq
+	busy   bool          // a batch is being committed
+	idleCh chan struct{} // closed when the queue drains; nil while idle
+
+	loopState park
+}
+
+func newAcker(w *Worker) *acker {
+	return &acker{w: w, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (a *acker) push(reqs ...ackReq) {
+	a.mu.Lock()
+	a.queue = append(a.queue, reqs...)
+	if a.idleCh == nil {
+		a.idleCh = make(chan struct{})
+	}
+	a.mu.Unlock()
+	notify(a.kickCh)
+}
+
+// pending reports whether acks are queued or committing.
+func (a *acker) pending() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.queue) > 0 || a.busy
+}
+
+// flush waits until every ack pushed so far has been committed (or failed).
+func (a *acker) flush(ctx context.Context) error {
+	for {
+		a.mu.Lock()
+		ch := a.idleCh
+		a.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-a.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// stop ends the loop after the queue drains (the caller flushes first).
+func (a *acker) stop() {
+	a.once.Do(func() { close(a.stopCh) })
+	<-a.done
+}
+
+func (a *acker) run() {
+	defer close(a.done)
+	defer a.loopState.forever()
+	w := a.w
+	for {
+		a.mu.Lock()
+		batch := a.queue
+		a.queue = nil
+		a.busy = len(batch) > 0
+		if !a.busy && a.idleCh != nil {
+			close(a.idleCh)
+			a.idleCh = nil
+		}
+		a.mu.Unlock()
+		if len(batch) > 0 {
+			a.loopState.run()
+			a.commit(batch)
+			a.mu.Lock()
+			a.busy = false
+			a.mu.Unlock()
+			continue
+		}
+		a.loopState.forever()
+		select {
+		case <-a.kickCh:
+		case <-a.stopCh:
+			return
+		case <-w.bg.Done():
+			return
+		}
+	}
+}
+
+// commit acks a batch in one quick.Ack call (500 acks a transaction). A
+// failed call is retried once for the acks it did not reach; what still
+// fails is left to lapse, and its job runs again.
+func (a *acker) commit(batch []ackReq) {
+	w := a.w
+	for attempt := 0; len(batch) > 0; attempt++ {
+		acks := make([]quick.Ack, len(batch))
+		for i, req := range batch {
+			acks[i] = req.ack
+		}
+		res, err := w.q.Ack(w.bg, acks...)
+		w.stats.ackBatches.Add(1)
+		for i := range res {
+			batch[i].st.acked(batch[i].ack.Kind, res[i], nil)
+		}
+		batch = batch[len(res):]
+		if err == nil || w.bg.Err() != nil {
+			return
+		}
+		if attempt == 1 {
+			for _, req := range batch {
+				req.st.acked(req.ack.Kind, quick.AckResult{}, err)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,27 @@
+// Package worker runs handlers per task type against a quick.Queue.
+//
+// A Worker holds one runner per registered task type. Each runner has a
+// claim loop with Concurrency slots that claims, in one transaction, as many
+// vested jobs as it has free slots, from the lanes its lanes.Tracker assigns
+// it; a heartbeat loop that keeps the Tracker alive; and a waker that lets
+// an idle claim loop sleep on an FDB watch of the task type's wake key
+// instead of polling. Shared by every runner, a lease keeper renews the
+// leases of running jobs with few ExtendMany transactions per round, and an
+// acker commits completions and failures in batches: one quick.Ack call
+// takes every ack queued while the previous commit was in flight.
+//
+// A handler's outcome maps onto the queue's acks: nil completes the job, an
+// error fails it (the queue retries it after a backoff), Snooze(d) snoozes
+// it, Cancel(reason) dead-letters it, and a panic is a failure whose text
+// carries the stack. A handler whose work is FDB writes can commit them with
+// the job's completion in one transaction (Job.CompleteWith).
+//
+// Time comes from a clock.Clock: every loop sleeps through Clock.After, so a
+// test drives a worker with a clock.Fake and no real sleeping.
+//
+// Graceful shutdown (Stop, or Run's context ending) stops claiming, gives
+// running jobs Config.ShutdownTimeout to finish, then cancels the rest and
+// releases their jobs so other workers take them at once, flushes the
+// acks and leaves the lanes registry. No job stays leased by a worker that
+// exited cleanly.
+package worker

@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+func TestMain(m *testing.M) { fdbtest.Main(m) }
+
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// waitLimit bounds every wait on a condition. It is a failure deadline,
+// never a measured duration: conditions normally hold within milliseconds.
+const waitLimit = 20 * time.Second
+
+type env struct {
+	t     testing.TB
+	raw   kv.Database
+	space tuple.Subspace
+	db    *kv.CountedDB
+	clk   *clock.Fake
+	q     *quick.Queue
+	ctx   context.Context
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("WORKER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func newEnv(t testing.TB, opts quick.Options) *env {
+	t.Helper()
+	raw, space := fdbtest.Open(t)
+	db := kv.WithCounters(raw)
+	clk := clock.NewFake(epoch)
+	opts.Clock = clk
+	opts.Logger = testLogger()
+	if opts.Backoff == nil {
+		opts.Backoff = func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute }
+	}
+	ctx := context.Background()
+	q, err := quick.Open(ctx, db, space, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, raw: raw, space: space, db: db, clk: clk, q: q, ctx: ctx}
+}
+
+// newWorker builds a worker on the env's queue; setup registers handlers.
+func (e *env) newWorker(cfg Config, setup func(w *Worker)) *Worker {
+	e.t.Helper()
+	cfg.Queue = e.q
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	w, err := New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	setup(w)
+	return w
+}
+
+// start runs w until the test ends (stopping it gracefully then, or killing
+// it if that does not finish) and waits until it is idle.
+func (e *env) start(w *Worker) *runHandle {
+	e.t.Helper()
+	h := &runHandle{done: make(chan struct{})}
+	go func() {
+		h.err = w.Run(context.Background())
+		close(h.done)
+	}()
+	e.t.Cleanup(func() {
+		select {
+		case <-h.done:
+			return
+		default:
+		}
+		w.Kill()
+		<-h.done
+	})
+	return h
+}
+
+type runHandle struct {
+	done chan struct{}
+	err  error
+}
+
+// waitFor waits until cond holds, checking after every clock sleeper
+// registration and every few milliseconds; it fails the test after
+// waitLimit of real time.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		select {
+		case <-e.clk.Changed():
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// settle waits until every given worker's loops are asleep on times ahead
+// of the fake clock (or on no time), i.e. only an advance moves them.
+func (e *env) settle(ws ...*Worker) {
+	e.t.Helper()
+	e.waitFor("workers to settle", func() bool {
+		for _, w := range ws {
+			if !w.quiet() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// step advances the fake clock in increments of at most inc up to d,
+// letting the workers settle after each.
+func (e *env) step(d, inc time.Duration, ws ...*Worker) {
+	e.t.Helper()
+	for d > 0 {
+		s := min(d, inc)
+		e.clk.Advance(s)
+		d -= s
+		e.settle(ws...)
+	}
+}
+
+func (e *env) enqueue(jobs ...quick.NewJob) []quick.Enqueued {
+	e.t.Helper()
+	res, err := e.q.Enqueue(e.ctx, jobs...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res
+}
+
+func (e *env) get(id quick.ID) quick.JobInfo {
+	e.t.Helper()
+	info, err := e.q.Get(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return info
+}
+
+// stop stops w gracefully, advancing the fake clock (so ShutdownTimeout can
+// pass) until it has returned.
+func (e *env) stop(w *Worker, h *runHandle) error {
+	e.t.Helper()
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(context.Background()) }()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		select {
+		case err := <-stopped:
+			<-h.done
+			return err
+		case <-e.clk.Changed():
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("timed out waiting for the worker to stop")
+		}
+		e.clk.Advance(time.Second)
+	}
+}
+
+// gate is a handler helper: it counts starts and blocks them until opened.
+type gate struct {
+	mu      sync.Mutex
+	started int
+	ch      chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{}, 1000), open: make(chan struct{})} }
+
+func (g *gate) enter() {
+	g.mu.Lock()
+	g.started++
+	g.mu.Unlock()
+	g.ch <- struct{}{}
+}
+
+func (g *gate) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+type emailArgs struct {
+	To string `json:"to"`
+}
+
+func (emailArgs) Kind() string { return "email" }
+
+func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
+	t.Helper()
+	ls, err := q.LaneCounts(context.Background(), taskType, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range ls {
+		n += l.Leased
+	}
+	return n
+}

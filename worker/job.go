@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// phase is where a claimed job stands in this worker.
+type phase int
+
+const (
+	// phaseRunning: the handler runs; the keeper renews the lease.
+	phaseRunning phase = iota
+	// phaseAcking: the handler returned and its ack is queued.
+	phaseAcking
+	// phaseDone: acked, or finished by CompleteWith/DeadLetterWith.
+	phaseDone
+	// phaseLost: the lease is gone; this worker acks nothing.
+	phaseLost
+	// phaseReleased: a stop handed the job back; the handler's outcome is
+	// dropped.
+	phaseReleased
+)
+
+// jobState is the worker's side of one claimed job. mu serialises every
+// operation that moves the lease (renewal, checkpoint, ack, CompleteWith):
+// two of them at once would each find the other's move as a lost lease.
+type jobState struct {
+	r       *runner
+	first   quick.Lease // as claimed: what the handler is given
+	claimed time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	lease quick.Lease // current: renewals and checkpoints move it
+	phase phase
+}
+
+// usableLocked tells whether the job may still change, and why not.
+func (st *jobState) usableLocked() error {
+	if st.r.w.killed.Load() {
+		return ErrKilled
+	}
+	switch st.phase {
+	case phaseRunning:
+		return nil
+	case phaseLost:
+		return fmt.Errorf("worker: job %s: %w", st.first.ID, quick.ErrLeaseLost)
+	}
+	return fmt.Errorf("worker: job %s: %w", st.first.ID, ErrJobFinished)
+}
+
+// loseLocked records a lost lease: the handler's context is cancelled with
+// the loss as its cause, and nothing more is written for the job.
+func (st *jobState) loseLocked(err error) {
+	if st.phase == phaseLost {
+		return
+	}
+	st.phase = phaseLost
+	st.r.w.count(st.r, kindLeaseLost, 1)
+	var lle *quick.LeaseLostError
+	if errors.As(err, &lle) && lle.Reason == "token" {
+		st.r.w.count(st.r, kindConflict, 1)
+	}
+	st.r.w.log.Warn("worker: lease lost; cancelling the handler", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
+	st.cancel(err)
+}
+
+func (st *jobState) checkpoint(ctx context.Context, state []byte) (quick.Lease, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.usableLocked(); err != nil {
+		return st.lease, err
+	}
+	l, err := st.r.w.q.Checkpoint(ctx, st.lease, state, st.r.opts.Lease)
+	if err != nil {
+		if quick.IsLeaseLost(err) {
+			st.loseLocked(err)
+		}
+		countConflict(st.r, err)
+		return st.lease, err
+	}
+	st.lease = l
+	return l, nil
+}
+
+// finishWith acks the job (complete or dead-letter) and runs fn in one
+// transaction.
+func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason string, fn func(kv.Transaction) error) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.usableLocked(); err != nil {
+		return err
+	}
+	w := st.r.w
+	tr, err := w.q.DB().CreateTransaction()
+	if err != nil {
+		return err
+	}
+	cw := &commitWatch{Transaction: tr}
+	ack := quick.Ack{Lease: st.lease, Kind: kind, Error: reason}
+	var lost error
+	err = kv.Retry(ctx, cw, func(tr kv.Transaction) error {
+		lost = nil
+		// Ack first: fn then runs only while the lease holds, and sees the
+		// job already finished (cron relies on it: completing frees the
+		// occurrence's unique key, so fn can enqueue its successor).
+		res, err := w.q.AckTx(tr, ack)
+		if err != nil {
+			return err
+		}
+		if res[0].Err != nil {
+			// Returning the error aborts the transaction.
+			lost = res[0].Err
+			return lost
+		}
+		if res[0].Dead {
+			kind = quick.AckDeadLetter
+		}
+		if fn != nil {
+			return fn(tr)
+		}
+		return nil
+	})
+	if err != nil && lost != nil && cw.unknown {
+		// An earlier attempt may have committed: then the lease is gone
+		// because this very call ended the job. If the job is in the state
+		// this call meant to leave it in, it did.
+		if st.reached(ctx, kind) {
+			err = nil
+		}
+	}
+	if err != nil {
+		if lost != nil {
+			st.loseLocked(lost)
+		}
+		countConflict(st.r, err)
+		return fmt.Errorf("worker: job %s: %w", st.first.ID, err)
+	}
+	st.phase = phaseDone
+	if kind == quick.AckDeadLetter {
+		w.count(st.r, kindDeadLettered, 1)
+	} else {
+		w.count(st.r, kindCompleted, 1)
+	}
+	return nil
+}
+
+// reached tells whether the job is completed (kind complete) or dead.
+func (st *jobState) reached(ctx context.Context, kind quick.AckKind) bool {
+	info, err := st.r.w.q.Get(ctx, st.first.ID)
+	if kind == quick.AckComplete {
+		return quick.IsNotFound(err) || (err == nil && info.State == quick.StateFinished)
+	}
+	return err == nil && info.State == quick.StateDead
+}
+
+// abandon hands a still-running job back at shutdown: its context is
+// cancelled and a release queued. It reports whether it released.
+func (st *jobState) abandon() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.phase != phaseRunning {
+		return false
+	}
+	st.phase = phaseReleased
+	st.cancel(ErrShutdown)
+	st.r.w.acker.push(ackReq{st: st, ack: quick.Ack{Lease: st.lease, Kind: quick.AckRelease}})
+	return true
+}
+
+// settle turns a handler's outcome into an ack, unless the job already
+// ended another way.
+func (st *jobState) settle(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.r.w.killed.Load() || st.phase != phaseRunning {
+		return
+	}
+	var (
+		snooze *SnoozeError
+		cancel *CancelError
+		dec    *decodeError
+		ack    = quick.Ack{Lease: st.lease}
+	)
+	switch {
+	case err == nil:
+		ack.Kind = quick.AckComplete
+	case errors.As(err, &snooze):
+		ack.Kind, ack.Delay = quick.AckSnooze, snooze.Delay
+	case errors.As(err, &cancel):
+		ack.Kind, ack.Error = quick.AckDeadLetter, cancel.Reason
+	case errors.As(err, &dec):
+		ack.Kind, ack.Error = quick.AckDeadLetter, dec.Error()
+		st.r.w.log.Warn("worker: dead-lettering a job whose arguments do not decode", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
+	case quick.IsLeaseLost(err):
+		// The handler's own lease operation found the lease gone.
+		st.loseLocked(err)
+		return
+	default:
+		ack.Kind, ack.Error = quick.AckFail, err.Error()
+	}
+	st.phase = phaseAcking
+	st.r.w.acker.push(ackReq{st: st, ack: ack})
+}
+
+// acked records the outcome of the job's ack.
+func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w, r := st.r.w, st.r
+	switch {
+	case err != nil:
+		w.stats.ackErrors.Add(1)
+		countConflict(r, err)
+		w.log.Warn("worker: ack failed; the job runs again when its lease lapses", "task_type", r.taskType, "id", st.first.ID, "ack", kind, "err", err)
+		st.phase = phaseDone
+		return
+	case res.Err != nil:
+		st.loseLocked(res.Err)
+		return
+	}
+	st.phase = phaseDone
+	switch kind {
+	case quick.AckComplete:
+		w.count(r, kindCompleted, 1)
+	case quick.AckFail:
+		w.count(r, kindFailed, 1)
+		if res.Dead {
+			w.count(r, kindDeadLettered, 1)
+		}
+	case quick.AckSnooze:
+		w.count(r, kindSnoozed, 1)
+	case quick.AckDeadLetter:
+		w.count(r, kindDeadLettered, 1)
+	case quick.AckRelease:
+		w.count(r, kindReleased, 1)
+	}
+}
+
+// countConflict counts an error that reports a lost race with another
+// transaction (not_committed).
+func countConflict(r *runner, err error) {
+	if errors.Is(err, kv.ErrNotCommitted) {
+		r.w.count(r, kindConflict, 1)
+	}
+}
+
+// commitWatch remembers whether a commit may have applied (1021 and
+// kin), so a retry that finds the lease gone can check whether it was this
+// call that ended the job.
+type commitWatch struct {
+	kv.Transaction
+	unknown bool
+}
+
+func (c *commitWatch) Commit() error {
+	err := c.Transaction.Commit()
+	if kv.IsMaybeCommitted(err) {
+		c.unknown = true
+	}
+	return err
+}

@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+func TestParseSubspace(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want tuple.Tuple
+	}{
+		{"quick", tuple.Tuple{"quick"}},
+		{"app,jobs", tuple.Tuple{"app", "jobs"}},
+		{`("app", 7)`, tuple.Tuple{"app", int64(7)}},
+		{` app , "a b" ,`, tuple.Tuple{"app", "a b"}},
+	} {
+		got, err := ParseSubspace(c.in)
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		if !bytes.Equal(got.Bytes(), tuple.FromTuple(c.want).Bytes()) {
+			t.Fatalf("%q: got %v, want %v", c.in, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "()", "a,,b", `"unterminated`} {
+		if _, err := ParseSubspace(bad); !errors.Is(err, ErrFlags) {
+			t.Fatalf("%q: %v, want ErrFlags", bad, err)
+		}
+	}
+}
+
+// RunMain with -embedded runs a worker binary end to end: setup registers a
+// handler and enqueues, the jobs run, and cancelling the context shuts it
+// down cleanly.
+func TestRunMainEmbedded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 5
+	done := make(chan struct{}, n)
+	var stderr bytes.Buffer
+	err := RunMain(func(w *Worker) error {
+		if err := RegisterRaw(w, "main", func(ctx context.Context, j *RawJob) error {
+			done <- struct{}{}
+			if len(done) == n {
+				cancel()
+			}
+			return nil
+		}, HandlerOptions{}); err != nil {
+			return err
+		}
+		jobs := make([]quick.NewJob, n)
+		for i := range jobs {
+			jobs[i] = quick.NewJob{TaskType: "main"}
+		}
+		_, err := w.Queue().Enqueue(ctx, jobs...)
+		return err
+	}, MainOptions{
+		Args:    []string{"-embedded", "-subspace", "test,main", "-concurrency", "2", "-lanes", "4", "-id", "main-test"},
+		Context: ctx,
+		Stderr:  &stderr,
+	})
+	if err != nil {
+		t.Fatalf("RunMain: %v\n%s", err, stderr.String())
+	}
+	if len(done) != n {
+		t.Fatalf("%d jobs ran, want %d", len(done), n)
+	}
+	if !strings.Contains(stderr.String(), "worker: stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
+	}
+}
+
+func TestRunMainWithoutFDBBuild(t *testing.T) {
+	err := RunMain(func(*Worker) error { return nil }, MainOptions{Args: []string{"-cluster-file", "/nonexistent"}, Stderr: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "-tags fdb") {
+		t.Skipf("built with FDB support, or another error: %v", err)
+	}
+}

@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// counterKind names a count kept both in Stats and as a metric.
+type counterKind int
+
+const (
+	kindClaimed counterKind = iota
+	kindCompleted
+	kindFailed
+	kindDeadLettered
+	kindSnoozed
+	kindReleased
+	kindLeaseLost
+	kindPanic
+	kindConflict
+	numKinds
+)
+
+var counterNames = [numKinds]struct{ name, desc string }{
+	kindClaimed:      {"quickfdb.worker.jobs.claimed", "Jobs claimed."},
+	kindCompleted:    {"quickfdb.worker.jobs.completed", "Jobs completed."},
+	kindFailed:       {"quickfdb.worker.jobs.failed", "Job failures acked (the queue retries them or dead-letters the exhausted)."},
+	kindDeadLettered: {"quickfdb.worker.jobs.dead_lettered", "Jobs dead-lettered."},
+	kindSnoozed:      {"quickfdb.worker.jobs.snoozed", "Jobs snoozed."},
+	kindReleased:     {"quickfdb.worker.jobs.released", "Jobs handed back on shutdown."},
+	kindLeaseLost:    {"quickfdb.worker.lease_losses", "Leases this worker lost while running their jobs."},
+	kindPanic:        {"quickfdb.worker.panics", "Handler panics recovered."},
+	kindConflict:     {"quickfdb.worker.conflicts", "Races lost to other transactions (not_committed, or a job claimed by another worker)."},
+}
+
+type metrics struct {
+	counters [numKinds]metric.Int64Counter
+	refusals metric.Int64Counter
+	latency  metric.Float64Histogram
+}
+
+func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
+	m := &metrics{}
+	meter := mp.Meter("github.com/quickfdb/quickfdb/worker")
+	var err error
+	for k := range numKinds {
+		n := counterNames[k]
+		if m.counters[k], err = meter.Int64Counter(n.name, metric.WithDescription(n.desc), metric.WithUnit("{job}")); err != nil {
+			return nil, err
+		}
+	}
+	if m.refusals, err = meter.Int64Counter("quickfdb.worker.claims.refused",
+		metric.WithDescription("Claim rounds refused: heartbeat stale, clock skew, not registered yet."), metric.WithUnit("{round}")); err != nil {
+		return nil, err
+	}
+	if m.latency, err = meter.Float64Histogram("quickfdb.worker.vested_to_start",
+		metric.WithDescription("Time from a job vesting (Lease.VestedAt) to its claim."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
+		return nil, err
+	}
+	lanesGauge, err := meter.Int64ObservableGauge("quickfdb.worker.lanes",
+		metric.WithDescription("Lanes this worker watches, per task type."), metric.WithUnit("{lane}"))
+	if err != nil {
+		return nil, err
+	}
+	running, err := meter.Int64ObservableGauge("quickfdb.worker.jobs.running",
+		metric.WithDescription("Handlers running now, per task type."), metric.WithUnit("{job}"))
+	if err != nil {
+		return nil, err
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, r := range w.snapshotRunners() {
+			set := metric.WithAttributes(attribute.String("task_type", r.taskType))
+			o.ObserveInt64(lanesGauge, int64(len(r.tracker.Lanes())), set)
+			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
+		}
+		return nil
+	}, lanesGauge, running)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// attr returns the task type attribute set, built once per runner.
+func (r *runner) attr() metric.MeasurementOption {
+	r.attrOnce.Do(func() {
+		r.attrSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("task_type", r.taskType)))
+	})
+	return r.attrSet
+}
+
+// count adds n to a count of Stats and to its metric.
+func (w *Worker) count(r *runner, k counterKind, n int64) {
+	s := &w.stats
+	switch k {
+	case kindClaimed:
+		s.claimed.Add(n)
+	case kindCompleted:
+		s.completed.Add(n)
+	case kindFailed:
+		s.failed.Add(n)
+	case kindDeadLettered:
+		s.deadLettered.Add(n)
+	case kindSnoozed:
+		s.snoozed.Add(n)
+	case kindReleased:
+		s.released.Add(n)
+	case kindLeaseLost:
+		s.leaseLost.Add(n)
+	case kindPanic:
+		s.panics.Add(n)
+	case kindConflict:
+		s.conflicts.Add(n)
+	}
+	w.met.counters[k].Add(context.Background(), n, r.attr())
+}
+
+func (m *metrics) vestedToStart(r *runner, d time.Duration) {
+	m.latency.Record(context.Background(), max(d, 0).Seconds(), r.attr())
+}
+
+func (m *metrics) refused(r *runner, reason string) {
+	m.refusals.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("task_type", r.taskType), attribute.String("reason", reasonLabel(reason))))
+}
+
+func reasonLabel(reason string) string {
+	switch reason {
+	case refuseNotJoined:
+		return "not_joined"
+	case refuseStale:
+		return "stale_heartbeat"
+	case refuseSkew:
+		return "clock_skew"
+	}
+	return "other"
+}

@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/lanes"
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// runner runs one task type: its claim loop (claimer.go), heartbeat
+// (heartbeat.go), waker (waker.go), and the goroutines of its handlers.
+type runner struct {
+	w        *Worker
+	taskType string
+	// rechecked is set while the claim loop makes its one extra claim after
+	// registering a sleep (claimer.go, idleSleep).
+	rechecked bool
+	opts      HandlerOptions
+	exec      execFunc
+	tracker   *lanes.Tracker
+	waker     *waker
+
+	mu      sync.Mutex
+	running map[quick.ID]*jobState
+
+	slotFreed   chan struct{} // a handler returned
+	beat        chan struct{} // a heartbeat round succeeded
+	hbStop      chan struct{} // closed to make the heartbeat loop leave
+	hbStopOnce  sync.Once
+	leaveErr    chan error    // the heartbeat loop's Leave outcome
+	claimerDone chan struct{} // closed when the claim loop has exited
+
+	claimLoopState park
+	hbLoopState    park
+
+	refusal string // the reason claims are refused now, for logging changes
+
+	attrOnce sync.Once
+	attrSet  metric.MeasurementOption
+}
+
+func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *runner {
+	r := &runner{
+		w: w, taskType: taskType, opts: opts, exec: exec,
+		tracker:     lanes.NewTracker(w.reg, taskType, w.cfg.ID, w.q.Lanes()),
+		running:     map[quick.ID]*jobState{},
+		slotFreed:   make(chan struct{}, 1),
+		beat:        make(chan struct{}, 1),
+		hbStop:      make(chan struct{}),
+		leaveErr:    make(chan error, 1),
+		claimerDone: make(chan struct{}),
+	}
+	r.waker = newWaker(r)
+	return r
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) runningJobs() []*jobState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*jobState, 0, len(r.running))
+	for _, st := range r.running {
+		out = append(out, st)
+	}
+	return out
+}
+
+func (r *runner) free() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.opts.Concurrency - len(r.running)
+}
+
+// start runs a claimed job's handler in its own goroutine.
+func (r *runner) start(l quick.Lease) {
+	w := r.w
+	st := r.newState(l)
+	now := st.claimed
+	r.mu.Lock()
+	r.running[l.ID] = st
+	r.mu.Unlock()
+	w.count(r, kindClaimed, 1)
+	w.met.vestedToStart(r, now.Sub(l.VestedAt))
+	w.keeper.kick()
+	go r.runJob(st)
+}
+
+func (r *runner) newState(l quick.Lease) *jobState {
+	st := &jobState{r: r, first: l, lease: l, claimed: r.w.clk.Now()}
+	st.ctx, st.cancel = context.WithCancelCause(context.Background())
+	return st
+}
+
+func (r *runner) runJob(st *jobState) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, st.first.ID)
+		r.mu.Unlock()
+		st.cancel(context.Canceled)
+		notify(r.slotFreed)
+		r.w.signalJobDone()
+	}()
+	ctx := st.ctx
+	if d := r.opts.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = r.withTimeout(ctx, d)
+		defer cancel()
+	}
+	err := r.call(ctx, st)
+	st.settle(err)
+}
+
+// withTimeout bounds a handler on the worker clock. On the real clock that
+// is a context deadline; on another clock (a test's Fake) a sleeper on it
+// cancels the context, so the deadline moves with that clock.
+func (r *runner) withTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if r.w.clk == clock.Real() {
+		return context.WithTimeoutCause(parent, d, ErrHandlerTimeout)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	fired := r.w.clk.After(d)
+	go func() {
+		select {
+		case <-fired:
+			cancel(ErrHandlerTimeout)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// call runs the handler, turning a panic into a failure that carries the
+// stack, so the job's LastError shows where it broke.
+func (r *runner) call(ctx context.Context, st *jobState) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.count(r, kindPanic, 1)
+			err = fmt.Errorf("%w: %v\n%s", ErrPanic, p, panicStack())
+			r.w.log.Error("worker: handler panicked", "task_type", r.taskType, "id", st.first.ID, "panic", p)
+		}
+	}()
+	return r.exec(ctx, st)
+}
+
+// panicStack is the stack from the panicking frame down: the frames of the
+// recovery itself are dropped, so the 2,000 bytes a job keeps of its error
+// hold the handler's frames.
+func panicStack() []byte {
+	s := debug.Stack()
+	if i := bytes.Index(s, []byte("\npanic(")); i >= 0 {
+		rest := s[i+1:]
+		// Skip the panic( line and its file line.
+		for n := 0; n < 2; n++ {
+			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+				rest = rest[j+1:]
+			}
+		}
+		return rest
+	}
+	return s
+}
