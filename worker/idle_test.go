@@ -65,7 +65,9 @@ func TestWakeOnEnqueue(t *testing.T) {
 	})
 	e.start(w)
 	e.settle(w)
-	e.step(2*time.Minute, 10*time.Second, w) // into long sleeps
+	// Steps shorter than the registry timeout, so the worker never finds its
+	// own heartbeat stale and refuses to claim (it then sleeps unwatched).
+	e.step(2*time.Minute, time.Second, w) // into long sleeps
 	// Settled: the claim loop sleeps on a time ahead of the clock, which
 	// the test no longer moves; only the watch can wake it now.
 	e.enqueue(quick.NewJob{TaskType: "wake"})

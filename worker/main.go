@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -78,33 +76,9 @@ func (f *Flags) Open() (kv.Database, tuple.Subspace, error) {
 // int64, a double-quoted one is a Go string literal, anything else a string.
 // "app,jobs" is ("app", "jobs").
 func ParseSubspace(s string) (tuple.Subspace, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
-		s = strings.TrimSpace(s[1 : len(s)-1])
-	}
-	s = strings.TrimSuffix(s, ",")
-	if s == "" {
-		return tuple.Subspace{}, fmt.Errorf("%w: empty subspace (a queue needs a prefix, e.g. quick)", ErrFlags)
-	}
-	var t tuple.Tuple
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		switch {
-		case part == "":
-			return tuple.Subspace{}, fmt.Errorf("%w: subspace %q has an empty element", ErrFlags, s)
-		case strings.HasPrefix(part, `"`):
-			str, err := strconv.Unquote(part)
-			if err != nil {
-				return tuple.Subspace{}, fmt.Errorf("%w: subspace element %s: %w", ErrFlags, part, err)
-			}
-			t = append(t, str)
-		default:
-			if n, err := strconv.ParseInt(part, 10, 64); err == nil {
-				t = append(t, n)
-			} else {
-				t = append(t, part)
-			}
-		}
+	t, err := tuple.ParsePrefix(s)
+	if err != nil {
+		return tuple.Subspace{}, fmt.Errorf("%w: %w", ErrFlags, err)
 	}
 	return tuple.FromTuple(t), nil
 }
