@@ -44,6 +44,12 @@ func testLogger() *slog.Logger {
 func newEnv(t testing.TB, opts quick.Options) *env {
 	t.Helper()
 	raw, space := fdbtest.Open(t)
+	return newEnvOn(t, raw, space, opts)
+}
+
+// newEnvOn is newEnv over a given database, e.g. memkv with FDB's latencies.
+func newEnvOn(t testing.TB, raw kv.Database, space tuple.Subspace, opts quick.Options) *env {
+	t.Helper()
 	db := kv.WithCounters(raw)
 	clk := clock.NewFake(epoch)
 	opts.Clock = clk
