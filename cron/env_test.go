@@ -111,7 +111,7 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 	if err != nil {
 		return err
 	}
-	cw := &commitWatch{Transaction: tr}
+	cw := kv.WatchCommits(tr)
 	var lost error
 	err = kv.Retry(e.ctx, cw, func(tr kv.Transaction) error {
 		lost = nil
@@ -130,7 +130,7 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 		}
 		return nil
 	})
-	if err != nil && lost != nil && cw.unknown {
+	if err != nil && lost != nil && cw.MaybeCommitted() {
 		info, gerr := e.q.Get(e.ctx, l.ID)
 		if (kind == quick.AckComplete && (quick.IsNotFound(gerr) || (gerr == nil && info.State == quick.StateFinished))) ||
 			(kind == quick.AckDeadLetter && gerr == nil && info.State == quick.StateDead) {

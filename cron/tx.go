@@ -11,23 +11,5 @@ import (
 // that an operation can recognise its own earlier commit on a retry. The
 // same pattern as quick's.
 func transact(ctx context.Context, db kv.Database, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
-	tr, err := db.CreateTransaction()
-	if err != nil {
-		return err
-	}
-	w := &commitWatch{Transaction: tr}
-	return kv.Retry(ctx, w, func(kv.Transaction) error { return fn(w, w.unknown) })
-}
-
-type commitWatch struct {
-	kv.Transaction
-	unknown bool
-}
-
-func (c *commitWatch) Commit() error {
-	err := c.Transaction.Commit()
-	if kv.IsMaybeCommitted(err) {
-		c.unknown = true
-	}
-	return err
+	return kv.TransactWatched(ctx, db, fn)
 }

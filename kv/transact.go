@@ -54,3 +54,41 @@ func loop(ctx context.Context, tr Transaction, attempt func() error) error {
 		}
 	}
 }
+
+// CommitWatcher wraps a transaction to remember whether a commit ended with a
+// maybe-committed error, so a function run by Retry can tell that an earlier
+// attempt may have applied and check for its own outcome before acting
+// again.
+type CommitWatcher struct {
+	Transaction
+	unknown bool
+}
+
+// WatchCommits wraps tr in a CommitWatcher.
+func WatchCommits(tr Transaction) *CommitWatcher { return &CommitWatcher{Transaction: tr} }
+
+// Commit implements Transaction.
+func (c *CommitWatcher) Commit() error {
+	err := c.Transaction.Commit()
+	if IsMaybeCommitted(err) {
+		c.unknown = true
+	}
+	return err
+}
+
+// MaybeCommitted reports whether an earlier commit may have applied.
+func (c *CommitWatcher) MaybeCommitted() bool { return c.unknown }
+
+// TransactWatched runs fn in a transaction of db with the retry loop, as
+// Transact does, telling fn whether an earlier attempt may have committed
+// (its commit ended in commit_unknown_result). An operation that fixes its
+// intended outcome outside the loop can then check for it on a retry instead
+// of applying itself twice.
+func TransactWatched(ctx context.Context, db Database, fn func(tr Transaction, maybeCommitted bool) error) error {
+	tr, err := db.CreateTransaction()
+	if err != nil {
+		return err
+	}
+	w := WatchCommits(tr)
+	return Retry(ctx, w, func(Transaction) error { return fn(w, w.MaybeCommitted()) })
+}

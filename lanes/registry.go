@@ -2,8 +2,12 @@ package lanes
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -158,4 +162,68 @@ func (r *Registry) readMembers(tr kv.ReadTransaction, taskType string) (map[stri
 	}
 	m, bad := r.parseMembers(taskType, kvs)
 	return m, bad, nil
+}
+
+// Snapshot reads a task type's members once, as stored: heartbeat counters,
+// reported clocks and published info, sorted by ID. Liveness needs two
+// observations over time, so a one-shot reader (the CLI) gets LastChange and
+// Live unset; InfoErr says why a member's info did not decode.
+func (r *Registry) Snapshot(ctx context.Context, taskType string) ([]Member, error) {
+	var out []Member
+	err := r.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		raw, _, err := r.readMembers(tr, taskType)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for id, m := range raw {
+			mem := Member{ID: id, TaskType: taskType}
+			if counter, wall, ok := decodeHB(m.hb); ok {
+				mem.Counter, mem.Clock = counter, wall
+			}
+			if m.hasInfo {
+				if mem.Info, err = decodeInfo(m.info); err != nil {
+					mem.InfoErr = err
+				}
+			}
+			out = append(out, mem)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lanes: read the members of %q: %w", taskType, err)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// maxSnapshotKeys bounds TaskTypes' read: two keys a member.
+const maxSnapshotKeys = 20_000
+
+// TaskTypes lists the task types that have members in the registry (read
+// from at most 20,000 registry keys).
+func (r *Registry) TaskTypes(ctx context.Context) ([]string, error) {
+	var out []string
+	err := r.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		out = out[:0]
+		b, e := r.space.Range()
+		kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{Limit: maxSnapshotKeys}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		for _, p := range kvs {
+			t, err := r.space.Unpack(p.Key)
+			if err != nil || len(t) == 0 {
+				continue
+			}
+			if s, ok := t[0].(string); ok && (len(out) == 0 || out[len(out)-1] != s) {
+				out = append(out, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lanes: list task types: %w", err)
+	}
+	return out, nil
 }

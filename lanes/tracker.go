@@ -23,6 +23,8 @@ type Member struct {
 	Clock time.Time
 	// Info is what the member published (zero if absent or malformed).
 	Info Info
+	// InfoErr is set by Registry.Snapshot when the stored info is malformed.
+	InfoErr error
 	// LastChange is when, on the observer's clock, the observer first saw
 	// the member's current heartbeat value.
 	LastChange time.Time

@@ -574,6 +574,29 @@ func TestTaskTypesAreSeparate(t *testing.T) {
 	}
 }
 
+// A one-shot reader sees every member as stored, and the task types.
+func TestSnapshotAndTaskTypes(t *testing.T) {
+	e := newEnv(t)
+	a := e.join(e.reg, "a")
+	e.join(e.reg, "b")
+	c := NewTracker(e.reg, "replication", "c", nLanes)
+	if err := c.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.tick(a)
+	ms, err := e.reg.Snapshot(context.Background(), a.TaskType())
+	if err != nil || len(ms) != 2 || ms[0].ID != "a" || ms[1].ID != "b" {
+		t.Fatalf("snapshot %+v, %v", ms, err)
+	}
+	if ms[0].Counter < 2 || ms[0].Clock.IsZero() || ms[0].Info.NumLanes != nLanes || ms[0].InfoErr != nil {
+		t.Fatalf("member a as stored: %+v", ms[0])
+	}
+	types, err := e.reg.TaskTypes(context.Background())
+	if err != nil || !slices.Equal(types, []string{a.TaskType(), "replication"}) && !slices.Equal(types, []string{"replication", a.TaskType()}) {
+		t.Fatalf("task types %v, %v", types, err)
+	}
+}
+
 // Workers configured with different lane counts are reported.
 func TestParameterMismatchLogged(t *testing.T) {
 	var logs syncBuffer

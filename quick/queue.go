@@ -136,23 +136,5 @@ func validTaskType(t string) error {
 // and a retry checks for the outcome it intended before reporting a lost
 // lease or a duplicate.
 func (q *Queue) transact(ctx context.Context, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
-	tr, err := q.db.CreateTransaction()
-	if err != nil {
-		return err
-	}
-	w := &commitWatch{Transaction: tr}
-	return kv.Retry(ctx, w, func(kv.Transaction) error { return fn(w, w.unknown) })
-}
-
-type commitWatch struct {
-	kv.Transaction
-	unknown bool
-}
-
-func (c *commitWatch) Commit() error {
-	err := c.Transaction.Commit()
-	if kv.IsMaybeCommitted(err) {
-		c.unknown = true
-	}
-	return err
+	return kv.TransactWatched(ctx, q.db, fn)
 }

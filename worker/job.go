@@ -105,7 +105,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	if err != nil {
 		return err
 	}
-	cw := &commitWatch{Transaction: tr}
+	cw := kv.WatchCommits(tr)
 	ack := quick.Ack{Lease: st.lease, Kind: kind, Error: reason}
 	var lost error
 	err = kv.Retry(ctx, cw, func(tr kv.Transaction) error {
@@ -130,7 +130,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		}
 		return nil
 	})
-	if err != nil && lost != nil && cw.unknown {
+	if err != nil && lost != nil && cw.MaybeCommitted() {
 		// An earlier attempt may have committed: then the lease is gone
 		// because this very call ended the job. If the job is in the state
 		// this call meant to leave it in, it did.
@@ -252,20 +252,4 @@ func countConflict(r *runner, err error) {
 	if errors.Is(err, kv.ErrNotCommitted) {
 		r.w.count(r, kindConflict, 1)
 	}
-}
-
-// commitWatch remembers whether a commit may have applied (1021 and
-// kin), so a retry that finds the lease gone can check whether it was this
-// call that ended the job.
-type commitWatch struct {
-	kv.Transaction
-	unknown bool
-}
-
-func (c *commitWatch) Commit() error {
-	err := c.Transaction.Commit()
-	if kv.IsMaybeCommitted(err) {
-		c.unknown = true
-	}
-	return err
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -67,7 +65,7 @@ func (a *app) workers(c *cli.Context) error {
 	if observe < 0 {
 		return fmt.Errorf("invalid --observe %v: want a positive duration", observe)
 	}
-	rows, err := readWorkers(c.Context, q.DB(), registrySpace(q), c.StringSlice("type"))
+	rows, err := readWorkers(c.Context, q, c.StringSlice("type"))
 	if err != nil {
 		return err
 	}
@@ -77,7 +75,7 @@ func (a *app) workers(c *cli.Context) error {
 			return c.Context.Err()
 		case <-a.d.Clock.After(observe):
 		}
-		again, err := readWorkers(c.Context, q.DB(), registrySpace(q), c.StringSlice("type"))
+		again, err := readWorkers(c.Context, q, c.StringSlice("type"))
 		if err != nil {
 			return err
 		}
@@ -144,71 +142,38 @@ func (a *app) workers(c *cli.Context) error {
 	return tw.Flush()
 }
 
-// maxRegistryKeys bounds the registry read: two keys a worker.
-const maxRegistryKeys = 20_000
-
-// readWorkers reads the registry's raw keys, S(type, worker, "hb"|"info"),
-// and decodes them in the lanes package's formats.
-func readWorkers(ctx context.Context, db kv.Database, reg tuple.Subspace, types []string) ([]workerRow, error) {
-	var ranges []kv.KeyRange
+// readWorkers reads the registered workers of the given task types (every
+// task type in the registry when none is given), one snapshot of the lanes
+// registry per type.
+func readWorkers(ctx context.Context, q *quick.Queue, types []string) ([]workerRow, error) {
+	reg := lanes.NewRegistry(q.DB(), registrySpace(q), lanes.Options{})
 	if len(types) == 0 {
-		b, e := reg.Range()
-		ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
-	}
-	for _, t := range types {
-		b, e := reg.Sub(t).Range()
-		ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
+		var err error
+		if types, err = reg.TaskTypes(ctx); err != nil {
+			return nil, fmt.Errorf("read the worker registry: %w", err)
+		}
 	}
 	var rows []workerRow
-	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		rows = rows[:0]
-		byKey := map[string]int{}
-		for _, r := range ranges {
-			kvs, err := tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: maxRegistryKeys}).GetSliceWithError()
-			if err != nil {
-				return err
-			}
-			for _, p := range kvs {
-				t, err := reg.Unpack(p.Key)
-				if err != nil || len(t) != 3 {
-					continue
-				}
-				typ, ok1 := t[0].(string)
-				id, ok2 := t[1].(string)
-				kind, ok3 := t[2].(string)
-				if !ok1 || !ok2 || !ok3 {
-					continue
-				}
-				k := typ + "\x00" + id
-				i, ok := byKey[k]
-				if !ok {
-					i = len(rows)
-					byKey[k] = i
-					rows = append(rows, workerRow{TaskType: typ, ID: id, Lanes: []int{}})
-				}
-				switch kind {
-				case "hb":
-					if len(p.Value) >= 8 {
-						rows[i].Beats = binary.LittleEndian.Uint64(p.Value)
-					}
-					if len(p.Value) == 16 {
-						w := time.UnixMilli(int64(binary.LittleEndian.Uint64(p.Value[8:]))).UTC()
-						rows[i].LastBeat = &w
-					}
-				case "info":
-					in, err := decodeInfo(p.Value)
-					if err != nil {
-						rows[i].InfoError = err.Error()
-						continue
-					}
-					rows[i].Host, rows[i].NumLanes, rows[i].Replicas, rows[i].Lanes = in.host, in.numLanes, in.replicas, in.lanes
-				}
-			}
+	for _, t := range types {
+		members, err := reg.Snapshot(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("read the worker registry: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the worker registry: %w", err)
+		for _, m := range members {
+			r := workerRow{TaskType: t, ID: m.ID, Host: m.Info.Host, Lanes: m.Info.Lanes, NumLanes: m.Info.NumLanes,
+				Replicas: m.Info.Replicas, Beats: m.Counter}
+			if r.Lanes == nil {
+				r.Lanes = []int{}
+			}
+			if !m.Clock.IsZero() {
+				w := m.Clock.UTC()
+				r.LastBeat = &w
+			}
+			if m.InfoErr != nil {
+				r.InfoError = m.InfoErr.Error()
+			}
+			rows = append(rows, r)
+		}
 	}
 	slices.SortFunc(rows, func(a, b workerRow) int {
 		if c := strings.Compare(a.TaskType, b.TaskType); c != 0 {
@@ -217,56 +182,6 @@ func readWorkers(ctx context.Context, db kv.Database, reg tuple.Subspace, types 
 		return strings.Compare(a.ID, b.ID)
 	})
 	return rows, nil
-}
-
-type memberInfo struct {
-	host               string
-	numLanes, replicas int
-	lanes              []int
-}
-
-var errBadInfo = errors.New("malformed info")
-
-// decodeInfo reads the lanes package's info record (lanes/codec.go, version
-// 1): version byte, uvarint host length, host, uvarint lane count, uvarint
-// replicas, uvarint number of lanes, then the lanes as uvarint deltas from -1.
-func decodeInfo(b []byte) (memberInfo, error) {
-	var in memberInfo
-	if len(b) == 0 || b[0] != 1 {
-		return in, errBadInfo
-	}
-	b = b[1:]
-	next := func() (int, bool) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > 1<<20 {
-			return 0, false
-		}
-		b = b[n:]
-		return int(v), true
-	}
-	hl, ok := next()
-	if !ok || hl > len(b) {
-		return in, errBadInfo
-	}
-	in.host, b = string(b[:hl]), b[hl:]
-	var ok1, ok2, ok3 bool
-	in.numLanes, ok1 = next()
-	in.replicas, ok2 = next()
-	count, ok3 := next()
-	if !ok1 || !ok2 || !ok3 || count > len(b) {
-		return in, errBadInfo
-	}
-	in.lanes = make([]int, 0, count)
-	prev := -1
-	for range count {
-		d, ok := next()
-		if !ok || d == 0 {
-			return in, errBadInfo
-		}
-		prev += d
-		in.lanes = append(in.lanes, prev)
-	}
-	return in, nil
 }
 
 // laneList renders lanes compactly: 0-3,8,10-11.
