@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +16,17 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-func TestMain(m *testing.M) { fdbtest.Main(m) }
+func TestMain(m *testing.M) {
+	// The state-machine test drives thousands of jobs by default (400
+	// rapid checks, about 3,000 jobs); -rapid.checks still overrides it.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set {
+		_ = flag.Set("rapid.checks", "400")
+	}
+	fdbtest.Main(m)
+}
 
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
