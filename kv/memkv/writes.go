@@ -37,20 +37,27 @@ func writeCost(key, param []byte, conflict bool) int64 {
 	return n
 }
 
+// writeCheckLocked is mutationCheckLocked plus FDB's key and value size
+// limits (2102, 2103), for mutations that write a value.
+func (t *txn) writeCheckLocked(key, value []byte) error {
+	if err := t.mutationCheckLocked(key); err != nil {
+		return err
+	}
+	if len(key) > kv.MaxKeySize {
+		return errKeyTooLarge
+	}
+	if len(value) > kv.MaxValueSize {
+		return errValueTooLarge
+	}
+	return nil
+}
+
 // Set writes value at key.
 func (t *txn) Set(key, value []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.mutationCheckLocked(key); err != nil {
+	if err := t.writeCheckLocked(key, value); err != nil {
 		t.setDeferred(err)
-		return
-	}
-	if len(key) > kv.MaxKeySize {
-		t.setDeferred(errKeyTooLarge)
-		return
-	}
-	if len(value) > kv.MaxValueSize {
-		t.setDeferred(errValueTooLarge)
 		return
 	}
 	k, v := cloneValue(key), cloneValue(value)
@@ -153,16 +160,8 @@ func (t *txn) CompareAndClear(key, param []byte) { t.Atomic(kv.MutationCompareAn
 func (t *txn) SetVersionstampedKey(key, value []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.mutationCheckLocked(key); err != nil {
+	if err := t.writeCheckLocked(key, value); err != nil {
 		t.setDeferred(err)
-		return
-	}
-	if len(key) > kv.MaxKeySize {
-		t.setDeferred(errKeyTooLarge)
-		return
-	}
-	if len(value) > kv.MaxValueSize {
-		t.setDeferred(errValueTooLarge)
 		return
 	}
 	pos, ok := stampOffset(key)
@@ -187,16 +186,8 @@ func (t *txn) SetVersionstampedKey(key, value []byte) {
 func (t *txn) SetVersionstampedValue(key, value []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.mutationCheckLocked(key); err != nil {
+	if err := t.writeCheckLocked(key, value); err != nil {
 		t.setDeferred(err)
-		return
-	}
-	if len(key) > kv.MaxKeySize {
-		t.setDeferred(errKeyTooLarge)
-		return
-	}
-	if len(value) > kv.MaxValueSize {
-		t.setDeferred(errValueTooLarge)
 		return
 	}
 	if _, ok := stampOffset(value); !ok {
