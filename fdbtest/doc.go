@@ -3,7 +3,7 @@
 //
 //	func TestSomething(t *testing.T) {
 //		db, sub := fdbtest.Open(t)
-//		q := queue.New(db, sub) // everything the test writes goes under sub
+//		q, _ := quick.Open(ctx, db, sub, quick.Options{}) // everything goes under sub
 //		...
 //	}
 //

@@ -31,7 +31,8 @@
 //
 //	_, err := fdbDB.Transact(func(tr fdb.Transaction) (any, error) {
 //		tr.Set(myKey, myValue)
-//		return nil, queue.Enqueue(fdbkv.Wrap(tr), job) // same commit
+//		_, err := q.EnqueueTx(fdbkv.Wrap(tr), job) // same commit
+//		return nil, err
 //	})
 //
 // OpenDirectory resolves a path with FoundationDB's directory layer and
