@@ -231,6 +231,13 @@ func (db *DB) commit(req *commitRequest) (int64, []byte, error) {
 	for _, w := range req.writes {
 		s.hist.record(w.Begin, w.End, cv)
 	}
+	// Measured on FDB 7.3 (kvtest versionstamp/key-write-conflict): a
+	// versionstamped key conflicts with a transaction that read where it
+	// landed, as if written at its final key; the commit proxy adds that
+	// write-conflict range once the versionstamp is known.
+	for _, k := range stampedKeys {
+		s.hist.record(k, append(k[:len(k):len(k)], 0), cv)
+	}
 	if s.hist.size > 2*s.prunedLen+1024 || now-s.lastPrune > db.window/2 {
 		s.hist.prune(now - db.window)
 		s.prunedLen, s.lastPrune = s.hist.size, now
