@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // The enqueue-to-start benchmarks run on the real clock over memkv with
@@ -52,8 +55,18 @@ func (l *latencies) report(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// benchQueue is memkv with FDB's published latencies, or, built with -tags
+// fdb, the real FoundationDB that fdbtest finds.
 func benchQueue(b *testing.B) *quick.Queue {
-	db, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+	var (
+		db    kv.Database
+		space tuple.Subspace
+	)
+	if fdbkv.Built {
+		db, space = fdbtest.Open(b)
+	} else {
+		db, space = fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+	}
 	q, err := quick.Open(context.Background(), db, space, quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
