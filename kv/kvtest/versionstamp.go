@@ -15,7 +15,9 @@ import (
 // transformVersionstampMutation); RYW = fdbclient/ReadYourWrites.actor.cpp
 // (atomicOp: SetVersionstampedKey adds no write conflict and marks its
 // possible range unreadable); NATIVE = fdbclient/NativeAPI.actor.cpp
-// (Transaction::atomicOp: no write-conflict range for SetVersionstampedKey).
+// (Transaction::atomicOp: no write-conflict range for SetVersionstampedKey
+// on the client; yet a real FDB 7.3 server makes the committed key conflict
+// with readers of where it lands, case versionstamp/key-write-conflict).
 
 // placeholder is the 10-byte versionstamp placeholder.
 var placeholder = bytes.Repeat([]byte{0xee}, 10)

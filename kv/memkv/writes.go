@@ -154,9 +154,10 @@ func (t *txn) Min(key, param []byte)             { t.Atomic(kv.MutationMin, key,
 func (t *txn) CompareAndClear(key, param []byte) { t.Atomic(kv.MutationCompareAndClear, key, param) }
 
 // SetVersionstampedKey writes value at key with the commit's versionstamp
-// placed at the offset in key's last 4 bytes. It adds no write conflict
-// range; the range where the key may land becomes unreadable to this
-// transaction (1036).
+// placed at the offset in key's last 4 bytes. The client adds no write
+// conflict range for it, but the committed key write-conflicts at the key it
+// lands on (measured on FDB 7.3; commit.go); the range where the key may
+// land becomes unreadable to this transaction (1036).
 func (t *txn) SetVersionstampedKey(key, value []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
