@@ -159,20 +159,33 @@ func attempts(j quick.JobInfo) string {
 	return strconv.Itoa(j.Attempt)
 }
 
-func (a *app) jobsShow(c *cli.Context) error {
+// jobFromArg reads the output format, opens the queue and looks up the job
+// named by the command's argument.
+func (a *app) jobFromArg(c *cli.Context) (format, *quick.Queue, quick.JobInfo, error) {
 	f, err := outputFormat(c)
 	if err != nil {
-		return err
+		return f, nil, quick.JobInfo{}, err
 	}
 	id, err := jobArg(c)
 	if err != nil {
-		return err
+		return f, nil, quick.JobInfo{}, err
 	}
 	q, err := a.queue(c)
 	if err != nil {
-		return err
+		return f, nil, quick.JobInfo{}, err
 	}
 	j, err := q.Get(c.Context, id)
+	if err != nil {
+		return f, nil, quick.JobInfo{}, err
+	}
+	if j.ID.IsZero() {
+		j.ID = id
+	}
+	return f, q, j, nil
+}
+
+func (a *app) jobsShow(c *cli.Context) error {
+	f, _, j, err := a.jobFromArg(c)
 	if err != nil {
 		return err
 	}
@@ -231,22 +244,11 @@ func (a *app) showJob(w io.Writer, j quick.JobInfo) {
 }
 
 func (a *app) jobsCancel(c *cli.Context) error {
-	f, err := outputFormat(c)
+	f, q, j, err := a.jobFromArg(c)
 	if err != nil {
 		return err
 	}
-	id, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
-	if err != nil {
-		return err
-	}
-	j, err := q.Get(c.Context, id)
-	if err != nil {
-		return err
-	}
+	id := j.ID
 	if j.State == quick.StateFinished {
 		return fmt.Errorf("job %s already finished (completed or cancelled): nothing to cancel", id)
 	}
