@@ -88,11 +88,7 @@ func toCronJSON(e cron.Entry) cronJSON {
 }
 
 func (a *app) cronList(c *cli.Context) error {
-	f, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}
@@ -232,11 +228,7 @@ func (a *app) cronRemove(c *cli.Context) error {
 }
 
 func (a *app) cronRepair(c *cli.Context) error {
-	f, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}

@@ -77,11 +77,7 @@ func jobArg(c *cli.Context) (quick.ID, error) {
 }
 
 func (a *app) jobsList(c *cli.Context) error {
-	f, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}
@@ -159,18 +155,25 @@ func attempts(j quick.JobInfo) string {
 	return strconv.Itoa(j.Attempt)
 }
 
+// formatAndQueue reads the output format and opens the queue, the first
+// steps of most commands.
+func (a *app) formatAndQueue(c *cli.Context) (format, *quick.Queue, error) {
+	f, err := outputFormat(c)
+	if err != nil {
+		return f, nil, err
+	}
+	q, err := a.queue(c)
+	return f, q, err
+}
+
 // jobFromArg reads the output format, opens the queue and looks up the job
 // named by the command's argument.
 func (a *app) jobFromArg(c *cli.Context) (format, *quick.Queue, quick.JobInfo, error) {
-	f, err := outputFormat(c)
-	if err != nil {
-		return f, nil, quick.JobInfo{}, err
-	}
 	id, err := jobArg(c)
 	if err != nil {
-		return f, nil, quick.JobInfo{}, err
+		return 0, nil, quick.JobInfo{}, err
 	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return f, nil, quick.JobInfo{}, err
 	}
@@ -282,11 +285,7 @@ func (a *app) jobsRetry(c *cli.Context) error {
 
 // requeue runs dead jobs again, explaining why any other job cannot be.
 func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
-	f, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}

@@ -53,11 +53,7 @@ type workerRow struct {
 }
 
 func (a *app) workers(c *cli.Context) error {
-	f, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	q, err := a.queue(c)
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}
