@@ -28,8 +28,14 @@ type runner struct {
 	tracker   *lanes.Tracker
 	waker     *waker
 
-	mu      sync.Mutex
-	running map[quick.ID]*jobState
+	mu sync.Mutex
+	// running holds every run of this task type's handler in progress, by
+	// run: a job's ID and the token of the claim that started the run. One
+	// worker can run the same job twice at once: if its renewals failed past
+	// the lease, its own claim may take the job again while the first
+	// handler still runs. The runs are separate leases, each renewed,
+	// cancelled, counted and cleaned up on its own.
+	running map[runKey]*jobState
 
 	slotFreed   chan struct{} // a handler returned
 	beat        chan struct{} // a heartbeat round succeeded
@@ -51,7 +57,7 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 	r := &runner{
 		w: w, taskType: taskType, opts: opts, exec: exec,
 		tracker:     lanes.NewTracker(w.reg, taskType, w.cfg.ID, w.q.Lanes()),
-		running:     map[quick.ID]*jobState{},
+		running:     map[runKey]*jobState{},
 		slotFreed:   make(chan struct{}, 1),
 		beat:        make(chan struct{}, 1),
 		hbStop:      make(chan struct{}),
@@ -61,6 +67,15 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 	r.waker = newWaker(r)
 	return r
 }
+
+// runKey names one run of a job: its ID and its claim's lease token. A
+// renewal or checkpoint keeps the token, so the key holds for the whole run.
+type runKey struct {
+	id    quick.ID
+	token uint64
+}
+
+func keyOf(l quick.Lease) runKey { return runKey{id: l.ID, token: l.Token()} }
 
 func notify(ch chan struct{}) {
 	select {
@@ -91,7 +106,7 @@ func (r *runner) start(l quick.Lease) {
 	st := r.newState(l)
 	now := st.claimed
 	r.mu.Lock()
-	r.running[l.ID] = st
+	r.running[keyOf(l)] = st
 	r.mu.Unlock()
 	w.count(r, kindClaimed, 1)
 	w.met.vestedToStart(r, now.Sub(l.VestedAt))
@@ -108,7 +123,10 @@ func (r *runner) newState(l quick.Lease) *jobState {
 func (r *runner) runJob(st *jobState) {
 	defer func() {
 		r.mu.Lock()
-		delete(r.running, st.first.ID)
+		// Only this run's entry: another run of the same job has its own.
+		if k := keyOf(st.first); r.running[k] == st {
+			delete(r.running, k)
+		}
 		r.mu.Unlock()
 		st.cancel(context.Canceled)
 		notify(r.slotFreed)
