@@ -6,29 +6,77 @@ import (
 	"time"
 )
 
-// The heartbeat value is 16 bytes: the beat counter and the member's wall
-// clock at the beat, in Unix milliseconds, both little-endian. Observers
-// compare the raw bytes to detect a beat, so a value of any other length
-// still counts as a heartbeat; only its decoded fields are then unknown.
-const hbLen = 16
+// The heartbeat value is 33 bytes, little-endian:
+//
+//	counter u64 | wall clock ms i64 | read version i64 | since i64 | flags u8
+//
+// counter and wall clock are the member's beat number and its clock at the
+// beat. The read version is the beat transaction's, read right after the
+// clock: a (clock, version) pair lets an observer compare its clock with the
+// member's at once, versions being one ruler for every client of the
+// cluster (skew.go). since is the read version of the member's first beat
+// since it joined: its seniority. Flag bit 0 marks a member on standby: its
+// clock disagrees with the others', so it takes no lanes (skew.go).
+//
+// Observers compare the raw bytes to detect a beat, so a value of any other
+// length still counts as a heartbeat; only its decoded fields are then
+// unknown. A 16-byte value (counter and clock only) is the format before
+// versions: such a member is active, with no version and no seniority.
+const (
+	hbLen   = 33
+	hbLenV1 = 16
+)
 
-func encodeHB(counter uint64, wall time.Time) []byte {
-	b := make([]byte, hbLen)
-	binary.LittleEndian.PutUint64(b, counter)
-	binary.LittleEndian.PutUint64(b[8:], uint64(wall.UnixMilli()))
-	return b
+// hbValue is a decoded heartbeat value.
+type hbValue struct {
+	counter uint64
+	wall    time.Time // valid if wallOK
+	wallOK  bool
+	// version and since are valid if versionOK (a 33-byte value).
+	version, since int64
+	versionOK      bool
+	standby        bool
+}
+
+const flagStandby = 1
+
+func encodeBeat(b hbValue) []byte {
+	out := make([]byte, hbLen)
+	binary.LittleEndian.PutUint64(out, b.counter)
+	binary.LittleEndian.PutUint64(out[8:], uint64(b.wall.UnixMilli()))
+	binary.LittleEndian.PutUint64(out[16:], uint64(b.version))
+	binary.LittleEndian.PutUint64(out[24:], uint64(b.since))
+	if b.standby {
+		out[32] = flagStandby
+	}
+	return out
+}
+
+// decodeBeat decodes what it can: the counter from 8 bytes on, the clock
+// from a 16- or 33-byte value, versions and flags from a 33-byte value.
+func decodeBeat(b []byte) hbValue {
+	var out hbValue
+	if len(b) >= 8 {
+		out.counter = binary.LittleEndian.Uint64(b)
+	}
+	if len(b) != hbLen && len(b) != hbLenV1 {
+		return out
+	}
+	out.wall, out.wallOK = time.UnixMilli(int64(binary.LittleEndian.Uint64(b[8:]))), true
+	if len(b) == hbLen {
+		out.version = int64(binary.LittleEndian.Uint64(b[16:]))
+		out.since = int64(binary.LittleEndian.Uint64(b[24:]))
+		out.versionOK = out.version > 0 && out.since > 0
+		out.standby = b[32]&flagStandby != 0
+	}
+	return out
 }
 
 // decodeHB returns the counter (0 if b is shorter than 8 bytes) and the wall
-// clock (ok false unless b is exactly hbLen bytes).
+// clock (ok false unless the value has a known length).
 func decodeHB(b []byte) (counter uint64, wall time.Time, ok bool) {
-	if len(b) >= 8 {
-		counter = binary.LittleEndian.Uint64(b)
-	}
-	if len(b) != hbLen {
-		return counter, time.Time{}, false
-	}
-	return counter, time.UnixMilli(int64(binary.LittleEndian.Uint64(b[8:]))), true
+	d := decodeBeat(b)
+	return d.counter, d.wall, d.wallOK
 }
 
 // Info is what a member publishes about itself besides its heartbeat. It

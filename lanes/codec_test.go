@@ -107,13 +107,20 @@ func FuzzDecodeInfo(f *testing.F) {
 
 func TestHeartbeatValue(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_123)
-	b := encodeHB(42, now)
+	in := hbValue{counter: 42, wall: now, version: 7_000_000, since: 5_000_000, standby: true}
+	b := encodeBeat(in)
 	if len(b) != hbLen {
 		t.Fatalf("len %d", len(b))
 	}
-	c, w, ok := decodeHB(b)
-	if c != 42 || !ok || !w.Equal(now) {
-		t.Errorf("decode: %d %v %v", c, w, ok)
+	got := decodeBeat(b)
+	if got.counter != 42 || !got.wallOK || !got.wall.Equal(now) || !got.versionOK ||
+		got.version != in.version || got.since != in.since || !got.standby {
+		t.Errorf("decode: %+v", got)
+	}
+	// The format before versions: counter and clock, an active member.
+	v1 := b[:hbLenV1]
+	if got := decodeBeat(v1); got.counter != 42 || !got.wallOK || got.versionOK || got.standby {
+		t.Errorf("16 bytes: %+v", got)
 	}
 	if c, _, ok := decodeHB(b[:8]); c != 42 || ok {
 		t.Errorf("8 bytes: %d %v", c, ok)

@@ -16,6 +16,11 @@ type memberState struct {
 	counter uint64
 	wall    time.Time // reported wall clock, if wallOK
 	wallOK  bool
+	// version is the read version of the member's last beat and since that
+	// of its first since it joined, if versionOK; standby is its flag.
+	version, since int64
+	versionOK      bool
+	standby        bool
 
 	infoRaw []byte
 	hasInfo bool
@@ -79,7 +84,9 @@ func observe(prev view, raw map[string]rawMember, now time.Time, self string, ex
 			o.joined = append(o.joined, id)
 		}
 		st.hb = hb
-		st.counter, st.wall, st.wallOK = decodeHB(hb)
+		d := decodeBeat(hb)
+		st.counter, st.wall, st.wallOK = d.counter, d.wall, d.wallOK
+		st.version, st.since, st.versionOK, st.standby = d.version, d.since, d.versionOK, d.standby
 		if changed {
 			st.lastChange = now
 			st.confirmed = seen

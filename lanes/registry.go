@@ -151,27 +151,40 @@ func (r *Registry) parseMembers(taskType string, kvs []kv.KeyValue) (map[string]
 	return out, bad
 }
 
-// readMembers reads the whole membership of a task type with a snapshot
-// read, which adds no read conflict: the heartbeat transaction that does it
-// can never fail with not_committed.
-func (r *Registry) readMembers(tr kv.ReadTransaction, taskType string) (map[string]rawMember, int, error) {
+// MaxMembers bounds the members of a task type one round reads: a
+// heartbeat reads at most 2 × MaxMembers keys (a member has two, ≈ 60-byte
+// keys with 33-byte and ~30-byte values: about 250 KB at the bound, under
+// 1 KB a member). Members sorted after the first MaxMembers IDs are not
+// seen by anyone: they still run (each counts itself a candidate in
+// Assign), but no one counts them in its share, so their lanes are watched
+// twice. A registry past the bound is logged at every round.
+const MaxMembers = 1000
+
+// maxMemberKeys is the key limit of one membership read.
+const maxMemberKeys = 2 * MaxMembers
+
+// readMembers reads the membership of a task type, at most maxMemberKeys
+// keys, with a snapshot read, which adds no read conflict: the heartbeat
+// transaction that does it can never fail with not_committed. full is
+// false when the read stopped at the limit.
+func (r *Registry) readMembers(tr kv.ReadTransaction, taskType string) (m map[string]rawMember, bad int, full bool, err error) {
 	b, e := r.typeSpace(taskType).Range()
-	kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
+	kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{Limit: maxMemberKeys}).GetSliceWithError()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	m, bad := r.parseMembers(taskType, kvs)
-	return m, bad, nil
+	m, bad = r.parseMembers(taskType, kvs)
+	return m, bad, len(kvs) < maxMemberKeys, nil
 }
 
-// Snapshot reads a task type's members once, as stored: heartbeat counters,
+// Snapshot reads a task type's members once (at most MaxMembers), as stored: heartbeat counters,
 // reported clocks and published info, sorted by ID. Liveness needs two
 // observations over time, so a one-shot reader (the CLI) gets LastChange and
 // Live unset; InfoErr says why a member's info did not decode.
 func (r *Registry) Snapshot(ctx context.Context, taskType string) ([]Member, error) {
 	var out []Member
 	err := r.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		raw, _, err := r.readMembers(tr, taskType)
+		raw, _, _, err := r.readMembers(tr, taskType)
 		if err != nil {
 			return err
 		}

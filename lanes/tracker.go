@@ -31,6 +31,9 @@ type Member struct {
 	// Live reports whether LastChange was less than Timeout before the
 	// observer's last round.
 	Live bool
+	// Standby reports that the member stands by: its clock is too far off
+	// the others' for it to take lanes (see Tracker.Standby).
+	Standby bool
 }
 
 // Tracker is one worker's membership in one task type: it heartbeats,
@@ -52,6 +55,16 @@ type Tracker struct {
 	lanes    []int
 	lastBeat time.Time
 	changed  chan struct{}
+
+	// since is the read version of the first beat since the last Join.
+	since int64
+	// maxOffset is the clock offset allowed before standing by (skew.go).
+	maxOffset time.Duration
+	// verdict is the last round's judgement of this worker's clock.
+	verdict verdict
+	// lastAt and lastRV are the clock and read version of the last round.
+	lastAt time.Time
+	lastRV int64
 }
 
 type trackerState int
@@ -133,16 +146,35 @@ func (t *Tracker) round(ctx context.Context, join bool) error {
 		beatNo  uint64
 		lanes   []int
 		badKeys int
+		since   int64
+		vd      verdict
+		readAt  int64
+		// truncated is set when the membership read stopped at its bound.
+		truncated bool
 	)
+	t.mu.Lock()
+	prevVerdict, prevSince, lastAt, lastRV := t.verdict, t.since, t.lastAt, t.lastRV
+	t.mu.Unlock()
+	if join {
+		// A joining worker stands by until its clock is judged: it is the
+		// junior member, and must not claim on a clock nobody compared.
+		prevVerdict, prevSince = verdict{standby: true}, 0
+	}
 	hbKey, infoKey := r.hbKey(t.taskType, t.id), r.infoKey(t.taskType, t.id)
 	err := r.db.Transact(ctx, func(tr kv.Transaction) error {
 		// Everything is recomputed per attempt: the transaction may retry.
+		// The clock is read just before the read version, so the pair
+		// (clock, version) published below is a few milliseconds apart.
 		now = o.Clock.Now()
-		raw, bad, err := r.readMembers(tr, t.taskType)
+		rv, err := tr.GetReadVersion().Get()
 		if err != nil {
 			return err
 		}
-		badKeys = bad
+		raw, bad, full, err := r.readMembers(tr, t.taskType)
+		if err != nil {
+			return err
+		}
+		badKeys, truncated = bad, !full
 		beatNo = counter + 1
 		if own, ok := raw[t.id]; ok && join {
 			// Continue the stored counter, so that a restarted worker's
@@ -150,14 +182,21 @@ func (t *Tracker) round(ctx context.Context, join bool) error {
 			c, _, _ := decodeHB(own.hb)
 			beatNo = max(beatNo, c+1)
 		}
-		hb := encodeHB(beatNo, now)
+		since = prevSince
+		if since == 0 {
+			since = rv
+		}
+
+		obs = observe(prev, raw, now, t.id, o.ExpireAfter)
+		readAt = rv
+		vd = t.judge(obs.next, now, rv, since, prevVerdict, rulerError(lastAt, lastRV, now, rv))
+		hb := encodeBeat(hbValue{counter: beatNo, wall: now, version: rv, since: since, standby: vd.standby})
 		// A blind Set: no read of the key, so nothing to conflict on, and
 		// a retry after commit_unknown_result rewrites the same counter.
 		tr.Set(hbKey, hb)
-
-		obs = observe(prev, raw, now, t.id, o.ExpireAfter)
 		self := obs.next.members[t.id]
 		self.hb, self.counter, self.wall, self.wallOK = hb, beatNo, time.UnixMilli(now.UnixMilli()), true
+		self.version, self.since, self.versionOK, self.standby = rv, since, true, vd.standby
 		self.lastChange, self.sample = now, skewSample{}
 
 		self.confirmed = true
@@ -189,6 +228,18 @@ func (t *Tracker) round(ctx context.Context, join bool) error {
 	})
 	if err != nil {
 		return fmt.Errorf("beat %s/%s: %w", t.taskType, t.id, err)
+	}
+	t.mu.Lock()
+	t.since, t.lastAt, t.lastRV = since, now, readAt
+	wasStandby := t.verdict.standby
+	t.verdict = vd
+	t.mu.Unlock()
+	if vd.standby != wasStandby || (join && vd.standby) {
+		t.logVerdict(vd)
+	}
+	if truncated {
+		t.reg.opts.Logger.Warn("lanes: more members than one round reads; those past the bound are not counted",
+			"task_type", t.taskType, "worker", t.id, "max_members", MaxMembers)
 	}
 	t.apply(obs, now, beatNo, lanes, badKeys)
 	return nil
@@ -250,9 +301,13 @@ func (t *Tracker) apply(obs observation, now time.Time, beatNo uint64, lanes []i
 // twice, one period after a change, the union is just Assign's share.
 func (t *Tracker) assign(v view, now time.Time) []int {
 	o := t.reg.opts
+	if v.members[t.id].standby {
+		// A worker on standby watches nothing; the others share its lanes.
+		return nil
+	}
 	var live, confirmed []string
 	for id, m := range v.members {
-		if m.live(now, o.Timeout) {
+		if m.live(now, o.Timeout) && !m.standby {
 			live = append(live, id)
 			if m.confirmed {
 				confirmed = append(confirmed, id)
@@ -267,6 +322,18 @@ func (t *Tracker) assign(v view, now time.Time) []int {
 	lanes = append(lanes, more...)
 	slices.Sort(lanes)
 	return slices.Compact(lanes)
+}
+
+// logVerdict logs a change of standby.
+func (t *Tracker) logVerdict(vd verdict) {
+	log := t.reg.opts.Logger.With("task_type", t.taskType, "worker", t.id)
+	if vd.standby {
+		log.Warn("lanes: standing by: this worker's clock is too far from the others' to take lanes",
+			"offset", vd.est.Offset, "bound", vd.est.Bound, "max_offset", t.maxOffset,
+			"majority", vd.est.Majority, "reference", vd.est.Reference)
+		return
+	}
+	log.Info("lanes: clock agrees with the others; taking lanes", "offset", vd.est.Offset, "bound", vd.est.Bound)
 }
 
 // Leave deregisters the worker, clearing its keys in one range clear, so
@@ -291,7 +358,7 @@ func (t *Tracker) Leave(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.state, t.view = stateLeft, view{}
+	t.state, t.view, t.verdict, t.since, t.lastAt, t.lastRV = stateLeft, view{}, verdict{}, 0, time.Time{}, 0
 	if len(t.lanes) > 0 {
 		t.lanes = nil
 		close(t.changed)
@@ -351,7 +418,7 @@ func (t *Tracker) members(liveOnly bool) []Member {
 		}
 		mem := Member{
 			ID: id, TaskType: t.taskType, Counter: m.counter, Info: m.info,
-			LastChange: m.lastChange, Live: live,
+			LastChange: m.lastChange, Live: live, Standby: m.standby,
 		}
 		mem.Info.Lanes = slices.Clone(m.info.Lanes)
 		if m.wallOK {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
@@ -39,6 +40,23 @@ func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	t.Helper()
 	db, space := fdbtest.Open(t)
 	clock := NewManualClock(time.UnixMilli(1_700_000_000_000))
+	opts := Options{
+		HeartbeatPeriod: period, Timeout: timeout, Clock: clock,
+		Logger: slog.New(slog.DiscardHandler), Host: "test-host",
+	}
+	for _, f := range mod {
+		f(&opts)
+	}
+	return &env{t: t, db: db, space: space, clock: clock, opts: opts, reg: NewRegistry(db, space, opts)}
+}
+
+// newClockedEnv is newEnv on a private memkv database whose engine clock is
+// the manual clock: its read versions advance with the test's time, as a
+// cluster's advance with real time, so clocks compare through versions.
+func newClockedEnv(t *testing.T, mod ...func(*Options)) *env {
+	t.Helper()
+	clock := NewManualClock(time.UnixMilli(1_700_000_000_000))
+	db, space := fdbtest.OpenMem(t, memkv.Options{Clock: clock})
 	opts := Options{
 		HeartbeatPeriod: period, Timeout: timeout, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler), Host: "test-host",
@@ -234,7 +252,7 @@ func TestSkewedClocksDoNotKill(t *testing.T) {
 }
 
 func TestClockOffset(t *testing.T) {
-	e := newEnv(t)
+	e := newClockedEnv(t)
 	a := e.join(e.reg, "a")
 	if _, ok := a.ClockOffset(); ok {
 		t.Fatal("offset known with no other member")
@@ -243,38 +261,36 @@ func TestClockOffset(t *testing.T) {
 	c := e.join(e.reg, "c")
 	d := e.join(e.skewed(-250*time.Millisecond), "d")
 	all := []*Tracker{a, b, c, d}
-	e.tick(all...)
-	// One round after first sight: no bracketed reading yet.
-	if _, ok := a.ClockOffset(); ok {
-		t.Fatal("offset known from first sightings only")
+	want := map[string]time.Duration{
+		// Others' clocks relative to real: a sees {+3s, 0, -0.25s}; with
+		// itself the median is 0.
+		"a": 0, "b": 3 * time.Second, "c": 0, "d": -250 * time.Millisecond,
 	}
-	e.tick(all...)
-	for _, w := range []struct {
-		tr   *Tracker
-		want time.Duration
-	}{
-		// Others' clocks relative to real: a sees {+3s, 0, -0.25s}, median 0.
-		{a, 0},
-		{b, 3 * time.Second},
-		{c, 0},
-		{d, -250 * time.Millisecond},
-	} {
-		est, ok := w.tr.Skew()
-		if !ok || est.Samples != 3 {
-			t.Fatalf("%s: %+v %v", w.tr.ID(), est, ok)
-		}
-		// With a round every period the bound is half a period (+1ms).
-		if est.Bound > period/2+time.Millisecond {
-			t.Errorf("%s: bound %v above half a period", w.tr.ID(), est.Bound)
-		}
-		if diff := (est.Offset - w.want).Abs(); diff > est.Bound {
-			t.Errorf("%s: offset %v, want %v ± %v", w.tr.ID(), est.Offset, w.want, est.Bound)
-		}
-		off, _ := w.tr.ClockOffset()
-		if off != est.Offset {
-			t.Errorf("ClockOffset %v != Skew %v", off, est.Offset)
+	check := func(round string, maxBound time.Duration) {
+		t.Helper()
+		for _, tr := range all {
+			est, ok := tr.Skew()
+			if !ok || est.Samples != 3 || !est.Majority {
+				t.Fatalf("%s, %s: %+v %v", round, tr.ID(), est, ok)
+			}
+			if est.Bound > maxBound {
+				t.Errorf("%s, %s: bound %v above %v", round, tr.ID(), est.Bound, maxBound)
+			}
+			if diff := (est.Offset - want[tr.ID()]).Abs(); diff > est.Bound {
+				t.Errorf("%s, %s: offset %v, want %v ± %v", round, tr.ID(), est.Offset, want[tr.ID()], est.Bound)
+			}
+			if off, _ := tr.ClockOffset(); off != est.Offset {
+				t.Errorf("ClockOffset %v != Skew %v", off, est.Offset)
+			}
 		}
 	}
+	// At first sight, through read versions: within milliseconds.
+	e.tick(all...)
+	check("first sight", 2*truncation+grvAllowance+time.Millisecond)
+	// Once each member was seen beating, through the bracket of two rounds:
+	// with a round every period, within half a period (+1ms).
+	e.tick(all...)
+	check("bracketed", period/2+time.Millisecond)
 }
 
 // Leaving clears the worker's keys, so the others take its lanes at their
@@ -687,5 +703,131 @@ func BenchmarkBeat(b *testing.B) {
 		if err := trs[i%len(trs)].Beat(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// joinLimited joins a tracker that stands by beyond maxOffset.
+func (e *env) joinLimited(reg *Registry, id string, maxOffset time.Duration) *Tracker {
+	e.t.Helper()
+	tr := NewTracker(reg, "gc", id, nLanes)
+	tr.SetMaxOffset(maxOffset)
+	if err := tr.Join(context.Background()); err != nil {
+		e.t.Fatalf("join %s: %v", id, err)
+	}
+	return tr
+}
+
+// Two workers 10 s apart never stop each other: with no majority, the one
+// that joined first is the reference, and only the other stands by, its
+// lanes watched by the first. Whichever joins first.
+func TestTwoSkewedWorkersOnlyTheJuniorStandsBy(t *testing.T) {
+	for _, aheadFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("ahead_first=", aheadFirst), func(t *testing.T) {
+			e := newClockedEnv(t)
+			const limit = 3750 * time.Millisecond
+			var senior, junior *Tracker
+			if aheadFirst {
+				senior = e.joinLimited(e.skewed(10*time.Second), "s", limit)
+				junior = e.joinLimited(e.reg, "j", limit)
+			} else {
+				senior = e.joinLimited(e.reg, "s", limit)
+				junior = e.joinLimited(e.skewed(10*time.Second), "j", limit)
+			}
+			for i := range 10 {
+				e.tick(senior, junior)
+				if senior.Standby() {
+					t.Fatalf("round %d: the senior worker stands by (skew %+v)", i, first(senior.Skew()))
+				}
+				if !junior.Standby() {
+					t.Fatalf("round %d: the junior worker 10s off claims (skew %+v)", i, first(junior.Skew()))
+				}
+				if got := senior.Lanes(); len(got) != nLanes {
+					t.Fatalf("round %d: the senior watches %d lanes, want all", i, len(got))
+				}
+				if got := junior.Lanes(); len(got) != 0 {
+					t.Fatalf("round %d: the junior on standby watches %v", i, got)
+				}
+			}
+			if est, _ := junior.Skew(); est.Majority || est.Reference != "s" || (est.Offset.Abs()-10*time.Second).Abs() > est.Bound {
+				t.Fatalf("junior's estimate %+v: want 10s off the senior", est)
+			}
+		})
+	}
+}
+
+// One worker of four 10 s ahead is outvoted even though it joined first:
+// it stands by, and the other three share every lane.
+func TestOneOfFourAheadStandsByEvenIfSenior(t *testing.T) {
+	e := newClockedEnv(t)
+	const limit = 1250 * time.Millisecond // a 10 s lease
+	off := e.joinLimited(e.skewed(10*time.Second), "off", limit)
+	all := []*Tracker{off}
+	for _, id := range []string{"c1", "c2", "c3"} {
+		all = append(all, e.joinLimited(e.reg, id, limit))
+		e.tick(all...)
+	}
+	for range 3 {
+		e.tick(all...)
+	}
+	if !off.Standby() || len(off.Lanes()) != 0 {
+		t.Fatalf("the worker 10s ahead: standby %v, lanes %v (skew %+v)", off.Standby(), off.Lanes(), first(off.Skew()))
+	}
+	covered := map[int]bool{}
+	for _, tr := range all[1:] {
+		if tr.Standby() {
+			t.Fatalf("%s stands by (skew %+v)", tr.ID(), first(tr.Skew()))
+		}
+		for _, l := range tr.Lanes() {
+			covered[l] = true
+		}
+		for _, m := range tr.Live() {
+			if m.ID == "off" && !m.Standby {
+				t.Fatalf("%s does not see off on standby", tr.ID())
+			}
+		}
+	}
+	if len(covered) != nLanes {
+		t.Fatalf("the three agreeing workers watch %d lanes, want %d", len(covered), nLanes)
+	}
+	if est, _ := off.Skew(); !est.Majority || (est.Offset-10*time.Second).Abs() > est.Bound {
+		t.Fatalf("off's estimate %+v: want 10s ahead of a majority", est)
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
+
+// A heartbeat reads a bounded number of registry keys whatever the number
+// of members: 2 × MaxMembers. Before the bound it read every member.
+func TestBeatReadsBoundedMembership(t *testing.T) {
+	e := newEnv(t)
+	const extra = MaxMembers + 500
+	ctx := context.Background()
+	for start := 0; start < extra; start += 500 {
+		if err := e.db.Transact(ctx, func(tr kv.Transaction) error {
+			for i := start; i < start+500; i++ {
+				id := fmt.Sprintf("m%05d", i)
+				tr.Set(e.reg.hbKey("gc", id), encodeBeat(hbValue{counter: 1, wall: e.clock.Now()}))
+				tr.Set(e.reg.infoKey("gc", id), encodeInfo(Info{NumLanes: nLanes, Replicas: 1}))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counted := kv.WithCounters(e.db)
+	tr := NewTracker(NewRegistry(counted, e.space, e.opts), "gc", "z-self", nLanes)
+	if err := tr.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := counted.Stats()
+	beat(t, tr)
+	if got := counted.Stats().Sub(before).KeysRead; got > maxMemberKeys {
+		t.Fatalf("a beat read %d keys among %d members, want at most %d", got, extra+1, maxMemberKeys)
+	}
+	if n := len(tr.Members()); n > MaxMembers+1 {
+		t.Fatalf("view of %d members, want at most %d", n, MaxMembers+1)
+	}
+	if got := tr.Lanes(); len(got) == 0 {
+		t.Fatal("a member past the bound watches no lane")
 	}
 }

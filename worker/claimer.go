@@ -221,7 +221,7 @@ func (r *runner) sleepWith(d time.Duration, a chan struct{}, b <-chan struct{}, 
 const (
 	refuseNotJoined = "not registered in the lanes registry yet"
 	refuseStale     = "heartbeat older than the registry timeout: the others may already watch this worker's lanes"
-	refuseSkew      = "clock offset from the other workers over a quarter of the lease"
+	refuseSkew      = "standing by: clock too far from the other workers' (over an eighth of the lease, error included); the others watch this worker's lanes"
 )
 
 // refuse says why the runner must not claim now, or "". Leases are
@@ -237,7 +237,10 @@ func (r *runner) refuse() string {
 	if w.clk.Now().Sub(last) > w.reg.Options().Timeout {
 		return refuseStale
 	}
-	if off, ok := r.tracker.ClockOffset(); ok && (off > r.opts.Lease/4 || -off > r.opts.Lease/4) {
+	if r.tracker.Standby() {
+		// The lanes registry judged this worker's clock too far from the
+		// task type's reference (lanes/skew.go) and stood it by: it takes
+		// no lanes, so the others watch its share meanwhile.
 		return refuseSkew
 	}
 	return ""

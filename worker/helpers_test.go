@@ -12,6 +12,7 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -50,8 +51,22 @@ func newEnv(t testing.TB, opts quick.Options) *env {
 // newEnvOn is newEnv over a given database, e.g. memkv with FDB's latencies.
 func newEnvOn(t testing.TB, raw kv.Database, space tuple.Subspace, opts quick.Options) *env {
 	t.Helper()
-	db := kv.WithCounters(raw)
+	return newEnvWith(t, raw, space, clock.NewFake(epoch), opts)
+}
+
+// newClockedEnv is newEnv on a private memkv database whose engine clock is
+// the test's fake clock: read versions advance with the test's time, as a
+// cluster's advance with real time, so workers compare clocks through them.
+func newClockedEnv(t testing.TB, opts quick.Options) *env {
+	t.Helper()
 	clk := clock.NewFake(epoch)
+	raw, space := fdbtest.OpenMem(t, memkv.Options{Clock: clk})
+	return newEnvWith(t, raw, space, clk, opts)
+}
+
+func newEnvWith(t testing.TB, raw kv.Database, space tuple.Subspace, clk *clock.Fake, opts quick.Options) *env {
+	t.Helper()
+	db := kv.WithCounters(raw)
 	opts.Clock = clk
 	opts.Logger = testLogger()
 	if opts.Backoff == nil {

@@ -144,8 +144,8 @@ type skewed struct {
 
 func (s skewed) Now() time.Time { return s.Fake.Now().Add(s.off) }
 
-// A worker whose clock is off the others' by more than a quarter of its
-// lease refuses to claim.
+// A worker whose clock is off the reference (here the worker that joined
+// first) by more than an eighth of its lease refuses to claim.
 func TestRefuseToClaimUnderClockSkew(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	mk := func(clk clock.Clock) *Worker {
@@ -157,6 +157,7 @@ func TestRefuseToClaimUnderClockSkew(t *testing.T) {
 	}
 	a, b := mk(nil), mk(skewed{e.clk, 20 * time.Second})
 	e.start(a)
+	e.waitFor("a to join", func() bool { return !a.byType["skew"].tracker.LastBeat().IsZero() })
 	e.start(b)
 	e.settle(a, b)
 	e.step(5*time.Second, time.Second, a, b)

@@ -64,6 +64,11 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 		leaveErr:    make(chan error, 1),
 		claimerDone: make(chan struct{}),
 	}
+	// A run's clock may be off the task type's reference by an eighth of
+	// its lease, error included: two workers that take lanes are then at
+	// most a quarter of a lease apart, and a renewal, due with a third of
+	// the lease left, lands before the other sees the lease lapse.
+	r.tracker.SetMaxOffset(opts.Lease / 8)
 	r.waker = newWaker(r)
 	return r
 }
