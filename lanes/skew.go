@@ -175,7 +175,8 @@ type verdict struct {
 	est     SkewEstimate
 	ok      bool // est is known: some other live member was comparable
 	standby bool
-	waited  int // rounds spent agreeing but held back (see judge)
+	waited  int  // rounds spent agreeing but held back (see judge)
+	unsure  bool // the estimate was too imprecise to change the standing
 }
 
 // maxHoldRounds bounds how long an agreeing worker waits on standby for a
@@ -184,7 +185,9 @@ const maxHoldRounds = 2
 
 // judge decides, at a round, whether this worker takes lanes (active) or
 // stands by: it stands by while its clock is further from the reference
-// than maxOffset, allowing for the estimate's error (|offset| + bound). A
+// than maxOffset, allowing for the estimate's error (|offset| + bound). An
+// estimate whose bound exceeds maxOffset/2 cannot tell, and leaves the
+// standing as it was (a joining worker stands by until it can tell). A
 // worker on standby that agrees again waits up to maxHoldRounds rounds
 // while an active member disagrees with the reference, so that member
 // stands by (and stops claiming) before this one starts: otherwise, for one
@@ -223,6 +226,14 @@ func (t *Tracker) judge(v view, now time.Time, rv int64, selfSince int64, prev v
 		Offset: -ref.off, Bound: ref.bound, Samples: len(cands) - 1, Majority: majority, Reference: ref.id,
 	}}
 	if limit <= 0 {
+		return out
+	}
+	if out.est.Bound > limit/2 {
+		// Too imprecise to judge (rounds far apart, or versions and this
+		// clock parted): the standing stays as it was. Standing by on
+		// uncertainty alone would stop every worker at once whenever
+		// their rounds are late.
+		out.standby, out.waited, out.unsure = prev.standby, prev.waited, true
 		return out
 	}
 	if out.est.Offset.Abs()+out.est.Bound > limit {

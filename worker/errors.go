@@ -30,6 +30,9 @@ var (
 	// ErrDecode is wrapped by the reason a job whose payload does not
 	// decode into its handler's argument type is dead-lettered with.
 	ErrDecode = errors.New("worker: cannot decode job arguments")
+	// ErrCorruptDuty is wrapped when a duty record does not decode; the
+	// duty then runs as if free and rewrites it.
+	ErrCorruptDuty = errors.New("worker: corrupt duty record")
 )
 
 // SnoozeError is what Snooze returns: the handler's job runs again after

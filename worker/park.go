@@ -30,7 +30,7 @@ func (p *park) asleep(now time.Time) bool {
 // state in which only a clock advance or an outside event moves it.
 func (w *Worker) quiet() bool {
 	now := w.clk.Now()
-	if !w.keeper.loopState.asleep(now) || !w.acker.loopState.asleep(now) || w.acker.pending() {
+	if !w.keeper.loopState.asleep(now) || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
 		return false
 	}
 	for _, r := range w.snapshotRunners() {

@@ -47,6 +47,16 @@ type Config struct {
 	// DefaultConcurrency is the Concurrency of handlers registered with
 	// none. Default 10.
 	DefaultConcurrency int
+	// Duties are background duties this worker shares with the others
+	// (see Duty), besides the built-in cleanup duties and those added with
+	// AddDuty.
+	Duties []Duty
+	// NoBuiltinDuties turns off the built-in cleanup duties (purging
+	// enqueue markers and dead letters beyond the queue's DeadRetention).
+	NoBuiltinDuties bool
+	// DisableDuties turns off every background duty of this worker; the
+	// other workers still run them.
+	DisableDuties bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -129,6 +139,9 @@ type Worker struct {
 	acker  *acker
 	keeper *keeper
 	stats  statCounters
+
+	duties    []Duty // guarded by mu until Run
+	dutyState park   // the duty loop's sleep, for tests (quiet)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -163,6 +176,11 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w.acker = newAcker(w)
 	w.keeper = newKeeper(w)
+	for _, d := range cfg.Duties {
+		if err := w.AddDuty(d); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -270,6 +288,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.loop(r.heartbeatLoop)
 		w.loop(r.claimLoop)
 	}
+	w.loop(w.dutyLoop)
 	select {
 	case <-ctx.Done():
 		w.beginStop()

@@ -1,0 +1,168 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// A duty shared by three workers runs once per period, never twice at once,
+// without a leader; its record shows the last pass.
+func TestDutyRunsOnceAPeriodAcrossWorkers(t *testing.T) {
+	e := newEnv(t, quick.Options{})
+	var (
+		active, runs atomic.Int64
+		overlap      atomic.Bool
+		mu           sync.Mutex
+		by           = map[string]int{}
+	)
+	duty := func(id string) Duty {
+		return Duty{Name: "count", Every: time.Minute, Run: func(ctx context.Context) (DutyReport, error) {
+			if active.Add(1) > 1 {
+				overlap.Store(true)
+			}
+			defer active.Add(-1)
+			runs.Add(1)
+			mu.Lock()
+			by[id]++
+			mu.Unlock()
+			return DutyReport{Count: 7, Detail: "things"}, nil
+		}}
+	}
+	var ws []*Worker
+	for i := range 3 {
+		id := fmt.Sprintf("d%d", i)
+		ws = append(ws, e.newWorker(Config{ID: id, Duties: []Duty{duty(id)}, NoBuiltinDuties: true}, func(w *Worker) {
+			if err := RegisterRaw(w, "duty", noopRaw, HandlerOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}))
+	}
+	for _, w := range ws {
+		e.start(w)
+	}
+	e.settle(ws...)
+	e.step(5*time.Minute, 5*time.Second, ws...)
+	if overlap.Load() {
+		t.Fatal("two workers ran the duty at once")
+	}
+	// Due at 1, 2, 3, 4 and 5 minutes: once each.
+	for _, w := range ws {
+		t.Logf("%s refuse %q skew %+v", w.ID(), w.byType["duty"].refuse(), first(w.byType["duty"].tracker.Skew()))
+	}
+	if n := runs.Load(); n != 5 {
+		t.Fatalf("%d passes in 5 periods, want 5 (by worker %v)", n, by)
+	}
+	sts, err := DutyStates(e.ctx, e.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].Name != "count" || sts[0].Runs != 5 || sts[0].Last.Count != 7 ||
+		sts[0].LastBy == "" || sts[0].Holder != "" || !sts[0].Next.After(e.clk.Now()) {
+		t.Fatalf("duty records %+v", sts)
+	}
+}
+
+// Running workers purge what the queue's retention drops, with no caller:
+// the dead letters beyond DeadRetention and the markers past the
+// idempotency window. Before the built-in duties, nothing called PurgeDead
+// or PurgeMarkers, and both grew forever.
+func TestBuiltinDutiesPurgeDeadLettersAndMarkers(t *testing.T) {
+	e := newEnv(t, quick.Options{DeadRetention: quick.Retention{MaxCount: 2}})
+	w := e.newWorker(Config{}, func(w *Worker) {
+		if err := RegisterRaw(w, "doomed", func(ctx context.Context, j *RawJob) error {
+			return Cancel("doomed")
+		}, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	const n = 5
+	jobs := make([]quick.NewJob, n)
+	for i := range jobs {
+		jobs[i] = quick.NewJob{TaskType: "doomed"}
+	}
+	e.enqueue(jobs...)
+	e.start(w)
+	e.waitFor("every job dead-lettered", func() bool { return w.Stats().DeadLettered == n })
+	e.settle(w)
+	marker := func() bool {
+		var found bool
+		if err := e.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
+			b, end := e.q.Root().Sub("m").Range()
+			kvs, err := tr.GetRange(kv.KeyRange{Begin: b, End: end}, kv.RangeOptions{Limit: 1}).GetSliceWithError()
+			found = len(kvs) > 0
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if !marker() {
+		t.Fatal("no enqueue marker to purge")
+	}
+	// Past the idempotency window (1 h) and one duty period.
+	e.step(time.Hour+11*time.Minute, time.Minute, w)
+	if c, err := e.q.DeadCount(e.ctx, "doomed"); err != nil || c != 2 {
+		t.Fatalf("dead count %d (%v), want 2 kept by the retention", c, err)
+	}
+	sts, err := DutyStates(e.ctx, e.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marker() {
+		t.Fatalf("enqueue markers past the idempotency window are still there; duties %+v", sts)
+	}
+	got := map[string]DutyState{}
+	for _, st := range sts {
+		got[st.Name] = st
+	}
+	if st := got["purge-dead/doomed"]; st.Runs == 0 || st.LastBy != w.ID() {
+		t.Fatalf("purge-dead record %+v", st)
+	}
+	if st := got["purge-dead/doomed"]; st.Last.Count != 0 {
+		// The last pass found nothing left: an earlier one purged 3.
+		t.Logf("last purge-dead pass removed %d", st.Last.Count)
+	}
+	if st := got["purge-markers"]; st.Runs == 0 || st.Last.Count != -1 || st.LastError != "" {
+		t.Fatalf("purge-markers record %+v", st)
+	}
+}
+
+// A corrupt duty record never blocks the duty: it runs and rewrites it.
+func TestCorruptDutyRecordIsRewritten(t *testing.T) {
+	e := newEnv(t, quick.Options{})
+	if err := e.db.Transact(e.ctx, func(tr kv.Transaction) error {
+		tr.Set(dutyKey(e.q, "count"), []byte("\xffnot json"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	w := e.newWorker(Config{NoBuiltinDuties: true, Duties: []Duty{{Name: "count", Every: time.Minute,
+		Run: func(ctx context.Context) (DutyReport, error) { runs.Add(1); return DutyReport{}, nil }}}}, func(w *Worker) {
+		if err := RegisterRaw(w, "duty", noopRaw, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.start(w)
+	e.settle(w)
+	e.step(2*time.Minute, 5*time.Second, w)
+	if runs.Load() == 0 {
+		t.Fatal("the duty never ran over a corrupt record")
+	}
+	if _, err := decodeDuty("x", []byte("{")); !errors.Is(err, ErrCorruptDuty) {
+		t.Fatalf("decode error %v, want ErrCorruptDuty", err)
+	}
+	if err := w.AddDuty(Duty{Name: "Bad Name", Run: func(context.Context) (DutyReport, error) { return DutyReport{}, nil }}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("bad name: %v", err)
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
