@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -116,6 +117,13 @@ func (a *acker) run() {
 // fails is left to lapse, and its job runs again.
 func (a *acker) commit(batch []ackReq) {
 	w := a.w
+	if mutant.On("worker.ack-batching") && len(batch) > 1 {
+		// Deliberate break (internal/mutant): every ack in its own commit.
+		for i := range batch {
+			a.commit(batch[i : i+1])
+		}
+		return
+	}
 	for attempt := 0; len(batch) > 0; attempt++ {
 		acks := make([]quick.Ack, len(batch))
 		for i, req := range batch {

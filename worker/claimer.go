@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -237,7 +238,7 @@ func (r *runner) refuse() string {
 	if w.clk.Now().Sub(last) > w.reg.Options().Timeout {
 		return refuseStale
 	}
-	if r.tracker.Standby() {
+	if r.tracker.Standby() && !mutant.On("worker.skew-standby") {
 		// The lanes registry judged this worker's clock too far from the
 		// task type's reference (lanes/skew.go) and stood it by: it takes
 		// no lanes, so the others watch its share meanwhile.

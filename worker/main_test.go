@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -77,9 +78,26 @@ func TestRunMainEmbedded(t *testing.T) {
 	}
 }
 
+// Without the fdb build tag, -cluster-file fails with an error that says how
+// to get FoundationDB support. With it, a cluster file that does not exist
+// fails to open. Either way RunMain returns an error and never runs setup.
+// (This used to skip on any unexpected outcome, so it could not fail.)
 func TestRunMainWithoutFDBBuild(t *testing.T) {
-	err := RunMain(func(*Worker) error { return nil }, MainOptions{Args: []string{"-cluster-file", "/nonexistent"}, Stderr: &bytes.Buffer{}})
-	if err == nil || !strings.Contains(err.Error(), "-tags fdb") {
-		t.Skipf("built with FDB support, or another error: %v", err)
+	ran := false
+	err := RunMain(func(*Worker) error { ran = true; return nil }, MainOptions{Args: []string{"-cluster-file", "/nonexistent"}, Stderr: &bytes.Buffer{}})
+	if ran {
+		t.Fatal("setup ran without a database")
+	}
+	if err == nil {
+		t.Fatal("RunMain with a missing cluster file returned nil")
+	}
+	if fdbkv.Built {
+		if errors.Is(err, fdbkv.ErrNotBuilt) {
+			t.Fatalf("built with -tags fdb, yet: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, fdbkv.ErrNotBuilt) || !strings.Contains(err.Error(), "-tags fdb") {
+		t.Fatalf("error %q: want ErrNotBuilt and a hint to build with -tags fdb", err)
 	}
 }

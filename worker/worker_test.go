@@ -264,11 +264,13 @@ func TestAcksAreBatched(t *testing.T) {
 	d := e.db.Stats().Sub(before)
 	s := w.Stats()
 	t.Logf("%d jobs: %d ack commits, %d claim batches, db %v, %.2f commits/job", n, s.AckBatches, s.ClaimBatches, d, float64(d.Commits)/n)
-	if per := float64(d.Commits) / n; per >= 1 {
-		t.Fatalf("%.2f commits per job, want under 1", per)
+	// docs/design.md documents about 0.07 commits a job; 0.2 leaves room
+	// for a loaded machine and still fails acks batched 3 at a time (0.37).
+	if per := float64(d.Commits) / n; per > 0.2 {
+		t.Fatalf("%.2f commits per job, want at most 0.2", per)
 	}
-	if s.AckBatches >= n/2 {
-		t.Fatalf("%d ack commits for %d jobs: not batched", s.AckBatches, n)
+	if s.AckBatches > n/8 {
+		t.Fatalf("%d ack commits for %d jobs: want at most %d (batches of 8 or more on average)", s.AckBatches, n, n/8)
 	}
 }
 
