@@ -15,7 +15,8 @@
 //
 // Every worker of a task type keeps a Tracker. The Tracker writes a
 // heartbeat into the Registry's subspace each HeartbeatPeriod and, in the
-// same transaction, reads every member of its task type (snapshot reads,
+// same transaction, reads the members of its task type (at most MaxMembers;
+// snapshot reads,
 // so the heartbeat transaction never conflicts). Each Tracker keeps its own
 // view of the members and computes its own lanes from it with rendezvous
 // hashing under a load bound (Assign), so shares are equal to within a lane. Workers whose views agree agree on the lanes. Views
@@ -36,16 +37,22 @@
 // live. Members dead for ExpireAfter are cleared by whichever observer
 // notices first.
 //
-// The members' reported wall clocks are used for one thing only:
-// estimating this worker's clock offset (Tracker.ClockOffset), so that the
-// worker runtime can refuse to claim jobs when its clock is too far off the
-// others' for leases, which are wall-clock deadlines, to mean anything.
+// The members' reported wall clocks are used for one thing only: judging
+// each worker's clock against a reference the members share (skew.go), so
+// that a worker whose clock is too far off for leases, which are wall-clock
+// deadlines, to mean anything stands by (Tracker.Standby): it keeps beating,
+// flagged, and takes no lanes, and the others share its lanes. Clocks are
+// compared through read versions (one ruler for every client of the
+// cluster) and bracketed readings; the reference is the median of a
+// majority of agreeing clocks, or without one the most senior active
+// member's, so two workers never stop each other.
 //
 // # Key layout
 //
 // Under the subspace S given to NewRegistry, per task type T and worker W:
 //
-//	S.Pack(T, W, "hb")   heartbeat: 16 bytes, counter u64 LE, wall clock ms i64 LE
+//	S.Pack(T, W, "hb")   heartbeat: 33 bytes (codec.go): counter, wall clock
+//	                     ms, read version, seniority, standby flag
 //	S.Pack(T, W, "info") info: versioned binary record (host, lanes watched)
 //
 // A member's keys are adjacent, so Leave and expiry are one range clear, and
@@ -60,5 +67,6 @@
 // still read as changes. The info key changes only with the worker's lanes.
 //
 // Per beat, in steady state: one transaction, one read version, one range
-// read of 2 keys per member, one mutation (a 16-byte value), one commit.
+// read of 2 keys per member (at most 2 × MaxMembers keys), one mutation (a
+// 33-byte value), one commit.
 package lanes

@@ -152,9 +152,9 @@ func (r *Registry) parseMembers(taskType string, kvs []kv.KeyValue) (map[string]
 }
 
 // MaxMembers bounds the members of a task type one round reads: a
-// heartbeat reads at most 2 × MaxMembers keys (a member has two, ≈ 60-byte
-// keys with 33-byte and ~30-byte values: about 250 KB at the bound, under
-// 1 KB a member). Members sorted after the first MaxMembers IDs are not
+// heartbeat reads at most 2 × MaxMembers keys (a member has two, ≈ 70-byte
+// keys with a 33-byte and a ~40-byte value: about 200 B a member, 200 KB at
+// the bound). Members sorted after the first MaxMembers IDs are not
 // seen by anyone: they still run (each counts itself a candidate in
 // Assign), but no one counts them in its share, so their lanes are watched
 // twice. A registry past the bound is logged at every round.
@@ -191,8 +191,8 @@ func (r *Registry) Snapshot(ctx context.Context, taskType string) ([]Member, err
 		out = out[:0]
 		for id, m := range raw {
 			mem := Member{ID: id, TaskType: taskType}
-			if counter, wall, ok := decodeHB(m.hb); ok {
-				mem.Counter, mem.Clock = counter, wall
+			if d := decodeBeat(m.hb); d.wallOK {
+				mem.Counter, mem.Clock, mem.Standby = d.counter, d.wall, d.standby
 			}
 			if m.hasInfo {
 				if mem.Info, err = decodeInfo(m.info); err != nil {

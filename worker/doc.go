@@ -16,6 +16,20 @@
 // carries the stack. A handler whose work is FDB writes can commit them with
 // the job's completion in one transaction (Job.CompleteWith).
 //
+// A running job is tracked by its run (job ID and claim token), not its ID:
+// if the worker's own claim takes a job again after a renewal could not
+// happen in time, the two runs are renewed, cancelled and counted apart.
+//
+// A runner claims only while the lanes registry finds its clock close
+// enough to the task type's shared time reference (lanes.Tracker.Standby:
+// within an eighth of the lease, error included); otherwise it stands by
+// and the other workers watch its lanes.
+//
+// Background duties (Duty: purging enqueue markers and dead letters past
+// the retention, cron's repair, or any added with Config.Duties or
+// AddDuty) are shared by the running workers: exactly one runs each duty per
+// period, taking it with a small record in the database, with no leader.
+//
 // Time comes from a clock.Clock: every loop sleeps through Clock.After, so a
 // test drives a worker with a clock.Fake and no real sleeping.
 //
