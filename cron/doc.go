@@ -49,9 +49,10 @@
 // schedule the next), or when someone cancels it by hand. Repair finds the
 // schedules without a pending or running occurrence and enqueues their next
 // one; it is cheap (a snapshot read of the definitions and one point read
-// each) and safe to run anywhere, any number at once. Run RunRepairer in
-// every worker process (or a few), with a period of about a minute: that is
-// how long a broken chain can stay broken.
+// each) and safe to run anywhere, any number at once. Workers that run cron
+// handlers (Handle, HandleTx) run it as a shared duty (RepairDuty): one of
+// them every 5 minutes, which bounds how long a chain stays broken. For a
+// shorter bound, run RunRepairer in a few processes with a shorter period.
 //
 // # Changing and removing
 //

@@ -68,6 +68,11 @@ func HandleTx(w *worker.Worker, taskType string, h TxHandler, opts worker.Handle
 	}
 	r := &occRunner{q: w.Queue(), h: h}
 	r.log = r.q.Options().Logger.With("task_type", taskType)
+	// The workers that run occurrences share the repair of broken chains
+	// (one of them every period); added once however many cron types.
+	if err := w.AddDuty(RepairDuty(w.Queue(), 0)); err != nil {
+		return err
+	}
 	return worker.RegisterRaw(w, taskType, r.run, opts)
 }
 
