@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,7 +135,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		// An earlier attempt may have committed: then the lease is gone
 		// because this very call ended the job. If the job is in the state
 		// this call meant to leave it in, it did.
-		if st.reached(ctx, kind) {
+		if st.reached(ctx, kind, reason) {
 			err = nil
 		}
 	}
@@ -154,13 +155,21 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	return nil
 }
 
-// reached tells whether the job is completed (kind complete) or dead.
-func (st *jobState) reached(ctx context.Context, kind quick.AckKind) bool {
+// reached tells whether the job is completed (kind complete) or
+// dead-lettered by this run. A dead letter is this run's only if it was
+// written at this run's attempt with this run's reason: if the lease lapsed
+// between retries, another worker may have claimed the job (a claim counts
+// an attempt) and dead-lettered it, or a claim may have dead-lettered it as
+// exhausted (another reason), and that is not this call's outcome. A
+// completed job leaves nothing to tell whose completion it was.
+func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason string) bool {
 	info, err := st.r.w.q.Get(ctx, st.first.ID)
 	if kind == quick.AckComplete {
 		return quick.IsNotFound(err) || (err == nil && info.State == quick.StateFinished)
 	}
-	return err == nil && info.State == quick.StateDead
+	// The stored error is the reason, possibly truncated.
+	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&
+		strings.HasPrefix(reason, info.LastError) && (info.LastError != "" || reason == "")
 }
 
 // abandon hands a still-running job back at shutdown: its context is
