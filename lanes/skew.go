@@ -187,7 +187,8 @@ const maxHoldRounds = 2
 // stands by: it stands by while its clock is further from the reference
 // than maxOffset, allowing for the estimate's error (|offset| + bound). An
 // estimate whose bound exceeds maxOffset/2 cannot tell, and leaves the
-// standing as it was (a joining worker stands by until it can tell). A
+// standing as it was (a joining worker stands by until it can tell); a
+// worker on standby comes back within 3/4 of maxOffset. A
 // worker on standby that agrees again waits up to maxHoldRounds rounds
 // while an active member disagrees with the reference, so that member
 // stands by (and stops claiming) before this one starts: otherwise, for one
@@ -236,7 +237,14 @@ func (t *Tracker) judge(v view, now time.Time, rv int64, selfSince int64, prev v
 		out.standby, out.waited, out.unsure = prev.standby, prev.waited, true
 		return out
 	}
-	if out.est.Offset.Abs()+out.est.Bound > limit {
+	// Coming back takes a quarter of the limit to spare, so a clock near
+	// the limit does not flap between standing by and taking lanes (each
+	// flip moves lanes) as its estimate jitters.
+	back := limit
+	if prev.standby {
+		back = limit - limit/4
+	}
+	if out.est.Offset.Abs()+out.est.Bound > back {
 		out.standby = true
 		return out
 	}

@@ -79,3 +79,23 @@ func FuzzDecodeBeat(f *testing.F) {
 		}
 	})
 }
+
+// A worker on standby comes back only with a quarter of the limit to spare,
+// so a clock near the limit does not flap.
+func TestStandbyComesBackWithMargin(t *testing.T) {
+	e := newClockedEnv(t)
+	tr := NewTracker(e.reg, "gc", "me", nLanes)
+	tr.SetMaxOffset(1200 * time.Millisecond)
+	now := e.clock.Now()
+	m := memberState{lastChange: now, wallOK: true, sample: skewSample{
+		wall: now.Add(time.Second), lo: now.Add(-100 * time.Millisecond), hi: now.Add(100 * time.Millisecond), ok: true,
+	}}
+	v := view{at: now, members: map[string]memberState{"me": {lastChange: now}, "p": m, "q": m}}
+	// 1 s off ± 0.1 s: within 1.2 s, beyond 0.9 s.
+	if vd := tr.judge(v, now, 0, 1, verdict{}, 0); vd.standby {
+		t.Fatalf("active worker 1.1s off of 1.2s stood by: %+v", vd)
+	}
+	if vd := tr.judge(v, now, 0, 1, verdict{standby: true, waited: maxHoldRounds}, 0); !vd.standby {
+		t.Fatalf("worker on standby 1.1s off came back without margin: %+v", vd)
+	}
+}
