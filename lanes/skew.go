@@ -215,7 +215,9 @@ func (t *Tracker) judge(v view, now time.Time, rv int64, selfSince int64, prev v
 	if len(cands) == 1 {
 		return verdict{}
 	}
+	t.mu.Lock()
 	limit := t.maxOffset
+	t.mu.Unlock()
 	width := limit
 	if width <= 0 {
 		// No limit: every clock is in one group, and the reference is
