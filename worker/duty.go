@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"time"
@@ -29,7 +30,7 @@ import (
 // DutyLease or clocks disagree by more than it, so Run must be safe to run
 // twice at once (every built-in and cron's repair are).
 type Duty struct {
-	// Name identifies the duty in the queue: 1 to 64 bytes of [a-z0-9./_-].
+	// Name identifies the duty in the queue: 1 to 64 bytes of [a-z0-9./_~-].
 	Name string
 	// Every is how often the duty runs. Default 10 minutes.
 	Every time.Duration
@@ -56,14 +57,14 @@ const defaultDutyEvery = 10 * time.Minute
 // maxDutyRecords bounds the read of DutyStates.
 const maxDutyRecords = 1000
 
-var dutyName = regexp.MustCompile(`^[a-z0-9./_-]{1,64}$`)
+var dutyName = regexp.MustCompile(`^[a-z0-9./_~-]{1,64}$`)
 
 // AddDuty adds a duty to the worker's background duties, before Run. Adding
 // a duty whose name is already there does nothing, so every handler
 // registration of a package may add its duty.
 func (w *Worker) AddDuty(d Duty) error {
 	if !dutyName.MatchString(d.Name) {
-		return fmt.Errorf("%w: duty name %q (want 1 to 64 bytes of [a-z0-9./_-])", ErrInvalidConfig, d.Name)
+		return fmt.Errorf("%w: duty name %q (want 1 to 64 bytes of [a-z0-9./_~-])", ErrInvalidConfig, d.Name)
 	}
 	if d.Run == nil {
 		return fmt.Errorf("%w: duty %q has no Run", ErrInvalidConfig, d.Name)
@@ -115,8 +116,13 @@ func (w *Worker) builtinDuties() []Duty {
 // purgeDeadLimit bounds one pass of a purge-dead duty (20 transactions).
 const purgeDeadLimit = 10_000
 
-// dutyNameOf maps a task type into the duty name alphabet.
+// dutyNameOf maps a task type into the duty name alphabet: the type itself
+// when it fits, otherwise its letters that fit and a hash of the whole, so
+// two task types never share a duty.
 func dutyNameOf(taskType string) string {
+	if dutyName.MatchString("purge-dead/" + taskType) {
+		return taskType
+	}
 	b := []byte(taskType)
 	for i, c := range b {
 		switch {
@@ -127,10 +133,12 @@ func dutyNameOf(taskType string) string {
 			b[i] = '_'
 		}
 	}
-	if len(b) > 50 {
-		b = b[:50]
+	if len(b) > 32 {
+		b = b[:32]
 	}
-	return string(b)
+	h := fnv.New32a()
+	h.Write([]byte(taskType))
+	return fmt.Sprintf("%s~%08x", b, h.Sum32())
 }
 
 // DutyState is a duty's record: its schedule, its holder, and its last pass.

@@ -166,3 +166,17 @@ func TestCorruptDutyRecordIsRewritten(t *testing.T) {
 }
 
 func first[A, B any](a A, _ B) A { return a }
+
+func TestDutyNamesOfTaskTypesAreDistinct(t *testing.T) {
+	seen := map[string]string{}
+	for _, tt := range []string{"email", "Email", "EMAIL", "e mail", "e_mail", "a/b", "ü", string(make([]byte, 100))} {
+		name := "purge-dead/" + dutyNameOf(tt)
+		if !dutyName.MatchString(name) {
+			t.Fatalf("%q: duty name %q does not fit", tt, name)
+		}
+		if o, dup := seen[name]; dup {
+			t.Fatalf("%q and %q share duty %q", tt, o, name)
+		}
+		seen[name] = tt
+	}
+}
