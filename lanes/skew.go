@@ -179,6 +179,9 @@ type verdict struct {
 	unsure  bool // the estimate was too imprecise to change the standing
 }
 
+// maxOffsetSeen clamps a peer's offset (about 36 years).
+const maxOffsetSeen = time.Duration(1) << 60
+
 // maxHoldRounds bounds how long an agreeing worker waits on standby for a
 // disagreeing active member to stand by first.
 const maxHoldRounds = 2
@@ -187,7 +190,8 @@ const maxHoldRounds = 2
 // stands by: it stands by while its clock is further from the reference
 // than maxOffset, allowing for the estimate's error (|offset| + bound). An
 // estimate whose bound exceeds maxOffset/2 cannot tell, and leaves the
-// standing as it was (a joining worker stands by until it can tell); a
+// standing as it was unless the offset is beyond the limit whatever the
+// error (a joining worker stands by until it can tell); a
 // worker on standby comes back within 3/4 of maxOffset. A
 // worker on standby that agrees again waits up to maxHoldRounds rounds
 // while an active member disagrees with the reference, so that member
@@ -210,6 +214,9 @@ func (t *Tracker) judge(v view, now time.Time, rv int64, selfSince int64, prev v
 		if m.versionOK {
 			since = m.since
 		}
+		// A garbage clock can be centuries off; clamped, differences of
+		// offsets cannot overflow.
+		off = min(max(off, -maxOffsetSeen), maxOffsetSeen)
 		cands = append(cands, candidate{id: id, off: off, bound: bound, since: since, standby: m.standby})
 	}
 	if len(cands) == 1 {
@@ -229,6 +236,11 @@ func (t *Tracker) judge(v view, now time.Time, rv int64, selfSince int64, prev v
 		Offset: -ref.off, Bound: ref.bound, Samples: len(cands) - 1, Majority: majority, Reference: ref.id,
 	}}
 	if limit <= 0 {
+		return out
+	}
+	if out.est.Offset.Abs()-out.est.Bound > limit {
+		// Off beyond doubt, however imprecise the estimate.
+		out.standby = true
 		return out
 	}
 	if out.est.Bound > limit/2 {

@@ -56,7 +56,7 @@ func TestJudgeAllowsForError(t *testing.T) {
 	}
 	// Bound 1 s, over half the limit: cannot tell; the standing stays.
 	for _, was := range []bool{false, true} {
-		vd := tr.judge(peer(3*time.Second, time.Second), now, 0, 1, verdict{standby: was}, 0)
+		vd := tr.judge(peer(1500*time.Millisecond, time.Second), now, 0, 1, verdict{standby: was}, 0)
 		if vd.standby != was || !vd.unsure {
 			t.Fatalf("imprecise estimate, was standby %v: %+v", was, vd)
 		}
@@ -97,5 +97,33 @@ func TestStandbyComesBackWithMargin(t *testing.T) {
 	}
 	if vd := tr.judge(v, now, 0, 1, verdict{standby: true, waited: maxHoldRounds}, 0); !vd.standby {
 		t.Fatalf("worker on standby 1.1s off came back without margin: %+v", vd)
+	}
+}
+
+// An imprecise estimate still stands a worker by when it is off beyond
+// doubt; and a garbage clock centuries off neither overflows nor wins.
+func TestJudgeOffBeyondDoubtAndGarbageClocks(t *testing.T) {
+	e := newClockedEnv(t)
+	tr := NewTracker(e.reg, "gc", "me", nLanes)
+	tr.SetMaxOffset(1250 * time.Millisecond)
+	now := e.clock.Now()
+	peer := func(wall time.Time, half time.Duration) memberState {
+		return memberState{lastChange: now, wallOK: true, sample: skewSample{
+			wall: wall, lo: now.Add(-half), hi: now.Add(half), ok: true,
+		}}
+	}
+	// Two peers agree 10 s behind this worker, each ±1 s: imprecise, but
+	// 10 - 1 is beyond 1.25.
+	v := view{at: now, members: map[string]memberState{"me": {lastChange: now},
+		"p": peer(now.Add(-10*time.Second), time.Second), "q": peer(now.Add(-10*time.Second), time.Second)}}
+	if vd := tr.judge(v, now, 0, 1, verdict{}, 0); !vd.standby {
+		t.Fatalf("10s ± 1s off: %+v, want standby", vd)
+	}
+	// Clocks at the ends of time: this worker and one sane peer agree, two
+	// of four, no majority; this worker, the senior, stays the reference.
+	v = view{at: now, members: map[string]memberState{"me": {lastChange: now},
+		"far": peer(time.Unix(1<<62, 0), 0), "near": peer(time.Unix(-1<<62, 0), 0), "ok": peer(now, 0)}}
+	if vd := tr.judge(v, now, 0, 1, verdict{}, 0); vd.standby || vd.est.Offset != 0 {
+		t.Fatalf("garbage clocks: %+v, want active, the reference", vd)
 	}
 }
