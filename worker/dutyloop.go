@@ -9,8 +9,7 @@ import (
 // dutyLoop runs the worker's share of the background duties: it wakes when
 // the earliest duty it knows of falls due, tries to take each due duty
 // (takeDuty), runs those it took, and records their outcome. A worker
-// whose clock stands by (or whose heartbeat is stale) runs no duty: the
-// others do.
+// whose clock stands by runs no duty: the others do.
 //
 // Cost: per duty and period, one transaction on each worker that looks
 // (one point read; a write only for the worker that takes it), plus the
@@ -68,11 +67,12 @@ func (w *Worker) dutyLoop() {
 	}
 }
 
-// mayRunDuties reports whether the worker's clock and heartbeat let it run
-// duties: every runner joined, fresh and not standing by.
+// mayRunDuties reports whether the worker's clock lets it run duties: every
+// runner has joined and none stands by. (A stale heartbeat does not stop a
+// duty: duties are safe to run twice, and its record keeps others off.)
 func (w *Worker) mayRunDuties() bool {
 	for _, r := range w.snapshotRunners() {
-		if r.refuse() != "" {
+		if r.tracker.LastBeat().IsZero() || r.tracker.Standby() {
 			return false
 		}
 	}

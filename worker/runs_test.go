@@ -71,7 +71,15 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 	})
 	id := e.enqueue(quick.NewJob{TaskType: "twice"})[0].ID
 	h := e.start(w)
-	first := <-log.ch
+	var first uint64
+	e.waitFor("the first run", func() bool {
+		select {
+		case first = <-log.ch:
+			return true
+		default:
+			return false
+		}
+	})
 	e.settle(w)
 	r := w.byType["twice"]
 	st1 := r.runningJobs()[0]

@@ -131,6 +131,11 @@ type Worker struct {
 	killed   atomic.Bool
 	done     chan struct{} // closed when Run has returned
 	loops    sync.WaitGroup
+	// loopsStarted is closed once Run has started every loop (or returned
+	// without): Kill waits for it before loops.Wait, since a WaitGroup's Add
+	// must not race its Wait.
+	loopsStarted     chan struct{}
+	loopsStartedOnce sync.Once
 	runErr   error
 
 	// jobDone is signalled whenever a handler returns, for shutdown.
@@ -160,6 +165,8 @@ func New(cfg Config) (*Worker, error) {
 		killCh:  make(chan struct{}),
 		done:    make(chan struct{}),
 		jobDone: make(chan struct{}, 1),
+
+		loopsStarted: make(chan struct{}),
 	}
 	w.bg, w.bgCancel = context.WithCancel(context.Background())
 	w.reg = lanes.NewRegistry(w.q.DB(), w.q.Root().Sub("w"), lanes.Options{
@@ -275,6 +282,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	runners := append([]*runner(nil), w.runners...)
 	w.mu.Unlock()
 	defer close(w.done)
+	defer w.markLoopsStarted()
 	if len(runners) == 0 {
 		return fmt.Errorf("%w: no handler registered", ErrInvalidConfig)
 	}
@@ -289,6 +297,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.loop(r.claimLoop)
 	}
 	w.loop(w.dutyLoop)
+	w.markLoopsStarted()
 	select {
 	case <-ctx.Done():
 		w.beginStop()
@@ -313,6 +322,8 @@ func (w *Worker) loop(f func()) {
 		f()
 	}()
 }
+
+func (w *Worker) markLoopsStarted() { w.loopsStartedOnce.Do(func() { close(w.loopsStarted) }) }
 
 func (w *Worker) beginStop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
 
@@ -354,6 +365,14 @@ func (w *Worker) Kill() {
 		for _, st := range r.runningJobs() {
 			st.cancel(ErrKilled)
 		}
+	}
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		// A Run that has begun starts its loops (or returns) promptly:
+		// they see the kill and exit.
+		<-w.loopsStarted
 	}
 	w.loops.Wait()
 }
