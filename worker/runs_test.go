@@ -88,7 +88,8 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 	// handler stuck in a Checkpoint): the lease lapses and this worker's
 	// claim takes the job again.
 	st1.mu.Lock()
-	e.step(lease+2*time.Second, time.Second, w)
+	// Past the lease and an idle claim loop's longest sleep (MaxIdleSleep).
+	e.step(lease+7*time.Second, time.Second, w)
 	var second uint64
 	select {
 	case second = <-log.ch:
