@@ -136,7 +136,7 @@ type Worker struct {
 	// must not race its Wait.
 	loopsStarted     chan struct{}
 	loopsStartedOnce sync.Once
-	runErr   error
+	runErr           error
 
 	// jobDone is signalled whenever a handler returns, for shutdown.
 	jobDone chan struct{}
