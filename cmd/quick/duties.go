@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// printDuties lists the workers' background duties (worker.Duty): the last
+// pass of each, who ran it and what it removed. Nothing when none ran yet.
+func (a *app) printDuties(c *cli.Context, q *quick.Queue) error {
+	duties, err := worker.DutyStates(c.Context, q)
+	if err != nil || len(duties) == 0 {
+		return err
+	}
+	fmt.Fprintln(a.d.Stdout)
+	tw := newTable(a.d.Stdout)
+	row(tw, "DUTY", "LAST RUN", "BY", "RESULT", "NEXT")
+	for _, d := range duties {
+		last, result := "never", "-"
+		if !d.LastEnd.IsZero() {
+			last = d.LastEnd.UTC().Format(time.RFC3339)
+			result = d.Last.Detail
+			if d.Last.Count >= 0 {
+				result = fmt.Sprintf("%d %s", d.Last.Count, d.Last.Detail)
+			}
+		}
+		if d.LastError != "" {
+			result = "error: " + d.LastError
+		}
+		row(tw, d.Name, last, d.LastBy, result, d.Next.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
