@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
@@ -12,13 +12,14 @@ import (
 
 // printDuties lists the workers' background duties (worker.Duty): the last
 // pass of each, who ran it and what it removed. Nothing when none ran yet.
-func (a *app) printDuties(c *cli.Context, q *quick.Queue) error {
-	duties, err := worker.DutyStates(c.Context, q)
+// The JSON form of a duty is worker.DutyState.
+func printDuties(ctx context.Context, out io.Writer, q *quick.Queue) error {
+	duties, err := worker.DutyStates(ctx, q)
 	if err != nil || len(duties) == 0 {
 		return err
 	}
-	fmt.Fprintln(a.d.Stdout)
-	tw := newTable(a.d.Stdout)
+	fmt.Fprintln(out)
+	tw := newTable(out)
 	row(tw, "DUTY", "LAST RUN", "BY", "RESULT", "NEXT")
 	for _, d := range duties {
 		last, result := "never", "-"

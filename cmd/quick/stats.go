@@ -76,5 +76,5 @@ func (a *app) statsAction(c *cli.Context) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return a.printDuties(c, q)
+	return printDuties(c.Context, a.d.Stdout, q)
 }
