@@ -58,8 +58,16 @@
 // Register is idempotent: an unchanged schedule writes nothing. A changed
 // one gets a new generation; its pending occurrence is cancelled and the new
 // version's next one enqueued, while a running one finishes and its
-// completion follows the new definition. Remove deletes the definition and
-// cancels the pending occurrence; a running one finishes and schedules
-// nothing. An occurrence that finds its definition removed or changed when
-// it starts completes without running.
+// completion follows the new definition. While it runs nothing else is
+// enqueued, even when the task type changed: quick's unique key is per task
+// type, so the new type's key would not stop a second occurrence from
+// running beside the first. Remove deletes the definition and cancels the
+// pending occurrence; a running one finishes and schedules nothing. An
+// occurrence that finds its definition removed or changed when it starts
+// completes without running, and its completion still reads the definition
+// in its own transaction: a schedule removed and registered again while the
+// occurrence ran gets its next occurrence from that completion (Register
+// saw the unique key held and enqueued nothing). Register and Remove read
+// the unique keys serializably, so a completion that commits while they run
+// makes them retry and see its successor.
 package cron

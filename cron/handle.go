@@ -93,16 +93,26 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	occ := Occurrence{Name: env.Name, ScheduledAt: env.ScheduledAt, Payload: env.Payload, Attempt: job.Lease.Attempt, JobID: job.Lease.ID}
 	log := r.log.With("schedule", env.Name, "scheduled_at", env.ScheduledAt, "id", job.Lease.ID, "attempt", occ.Attempt)
 
+	if testHookClaimed != nil {
+		testHookClaimed()
+	}
 	st, err := r.definitionState(ctx, env)
 	if err != nil {
 		return err // retried: the definition could not be read
+	}
+	if testHookDefinitionRead != nil {
+		testHookDefinitionRead(st)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	switch st {
 	case defRemoved:
+		// The completion still reads the definition, in its own
+		// transaction: a Register since the read above (which found this
+		// occurrence holding the unique key, so enqueued nothing) gets its
+		// next occurrence from here.
 		log.Info("cron: schedule removed; completing its occurrence without running it")
-		return job.CompleteWith(fctx, nil)
+		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
 	case defChanged:
 		log.Info("cron: schedule changed since this occurrence was enqueued; skipping it for the new version's next")
 		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
@@ -160,6 +170,15 @@ func (r *occRunner) successor(env envelope, current quick.ID, commit func(kv.Tra
 		return err
 	}
 }
+
+// Set by tests only, before any worker runs: testHookClaimed runs when an
+// occurrence's handler starts, testHookDefinitionRead after it has read its
+// definition and before it runs or completes the occurrence. They are where
+// a test interleaves a Register or Remove by hand.
+var (
+	testHookClaimed        func()
+	testHookDefinitionRead func(defState)
+)
 
 // defState is how an occurrence stands with its schedule's definition.
 type defState int

@@ -18,7 +18,10 @@ import (
 // A changed schedule gets a new generation, and its pending occurrence is
 // cancelled and replaced by the new schedule's next one; an occurrence that
 // is running is left to finish, and its completion schedules the successor
-// from the new definition. A spec or time zone that does not parse, or a
+// from the new definition. Nothing is enqueued while it runs, even when the
+// task type changed (quick's unique key is per task type, so the new type's
+// key is free and would not stop a second occurrence): the running one
+// finishes first. A spec or time zone that does not parse, or a
 // spec that never fires, returns an error wrapping ErrInvalidSpec; other bad
 // fields ErrInvalidSchedule. Nothing is written then.
 //
@@ -60,7 +63,10 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 			tr.Set(key, d.marshal())
 		}
 		for _, t := range types {
-			hv, err := tr.Snapshot().Get(holderKey(q, t, s.Name)).Get()
+			// Serializable: a completion that commits meanwhile (freeing
+			// the key, enqueueing a successor from the definition it read)
+			// conflicts, and the retry sees its successor to replace.
+			hv, err := tr.Get(holderKey(q, t, s.Name)).Get()
 			if err != nil {
 				return err
 			}
@@ -101,8 +107,12 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	return nil
 }
 
-// replaceStale reports whether occurrence id is not of generation gen (or
-// is gone), and cancels it if so and no worker holds it.
+// replaceStale reports whether the schedule needs a new occurrence because
+// occurrence id is gone, or was of another generation than gen and pending
+// (then it cancels it). A running occurrence of another generation is left
+// to finish: its completion reads the new definition and enqueues the next
+// occurrence, so enqueueing one now would let two run at once when the task
+// type changed.
 func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, error) {
 	info, err := q.Get(ctx, id)
 	if quick.IsNotFound(err) {
@@ -110,6 +120,13 @@ func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) 
 	}
 	if err != nil {
 		return false, err
+	}
+	switch info.State {
+	case quick.StateScheduled, quick.StateReady:
+	case quick.StateLeased:
+		return false, nil
+	default: // finished or dead: it holds nothing any more
+		return true, nil
 	}
 	if env, err := unmarshalEnvelope(info.Payload); err == nil && env.Gen == gen {
 		return false, nil
@@ -144,7 +161,9 @@ func Remove(ctx context.Context, q *quick.Queue, name string) error {
 		removed = true
 		holder = quick.ID{}
 		if d, err := unmarshalDefinition(name, v); err == nil {
-			hv, err := tr.Snapshot().Get(holderKey(q, d.TaskType, name)).Get()
+			// Serializable, as in Register: a completion that enqueues a
+			// successor meanwhile conflicts, and the retry cancels that one.
+			hv, err := tr.Get(holderKey(q, d.TaskType, name)).Get()
 			if err != nil {
 				return err
 			}
