@@ -40,9 +40,10 @@ func successorTime(p plan, policy MissedRuns, after, now time.Time) time.Time {
 	return p.latest(n, now)
 }
 
-// occurrenceJob is the job of the occurrence of d at time at.
-func occurrenceJob(q *quick.Queue, d definition, at, now time.Time) quick.NewJob {
-	env := envelope{Name: d.Name, ScheduledAt: at, Gen: d.Gen, Payload: d.Payload}
+// occurrenceJob is the job of the occurrence of d at time at, enqueued by
+// the completion of the occurrence at after (zero: by Register or Repair).
+func occurrenceJob(q *quick.Queue, d definition, at, after, now time.Time) quick.NewJob {
+	env := envelope{Name: d.Name, ScheduledAt: at, Gen: d.Gen, Payload: d.Payload, After: after}
 	return quick.NewJob{
 		ID:          occurrenceID(d.Name, d.Gen, at, now, q.Options().IdempotencyWindow),
 		TaskType:    d.TaskType,
@@ -121,7 +122,7 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 	if at.IsZero() {
 		return Successor{}, nil
 	}
-	res, _, err := enqueueTx(tr, q, d, at, now)
+	res, _, err := enqueueTx(tr, q, d, at, env.ScheduledAt, now)
 	if err != nil {
 		return Successor{}, err
 	}
@@ -133,15 +134,19 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 
 // ensureTx makes sure schedule d has a pending or running occurrence: if
 // none holds its unique key, it enqueues the one at the schedule's next
-// time after now. The ID is deterministic, so concurrent callers enqueue
-// the same job at most once; EnqueueTx reads the unique key serializably,
-// so a concurrent completion that enqueued a successor conflicts.
-func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now time.Time) (Successor, quick.ID, error) {
+// time after now and after from (zero: now only). The ID is deterministic,
+// so concurrent callers enqueue the same job at most once; EnqueueTx reads
+// the unique key serializably, so a concurrent completion that enqueued a
+// successor conflicts.
+func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from time.Time) (Successor, quick.ID, error) {
 	at := p.next(now)
+	if from.After(now) {
+		at = p.next(from)
+	}
 	if at.IsZero() {
 		return Successor{}, quick.ID{}, nil
 	}
-	return enqueueTx(tr, q, d, at, now)
+	return enqueueTx(tr, q, d, at, time.Time{}, now)
 }
 
 // enqueueTx enqueues the occurrence of d at time at, unless an occurrence
@@ -157,8 +162,8 @@ func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now time.
 // instead. Safety does not depend on the ID: EnqueueTx reads the unique key
 // serializably, so of two transactions enqueueing an occurrence of the
 // schedule one conflicts and then finds the other's.
-func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, now time.Time) (Successor, quick.ID, error) {
-	job := occurrenceJob(q, d, at, now)
+func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, after, now time.Time) (Successor, quick.ID, error) {
+	job := occurrenceJob(q, d, at, after, now)
 	res, err := q.EnqueueTx(tr, job)
 	if err != nil {
 		return Successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)

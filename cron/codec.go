@@ -39,6 +39,7 @@ const (
 	envScheduledMs = 2
 	envGen         = 3
 	envPayload     = 4
+	envAfterMs     = 5
 )
 
 func (d definition) marshal() []byte {
@@ -99,6 +100,10 @@ type envelope struct {
 	ScheduledAt time.Time
 	Gen         uint64
 	Payload     []byte
+	// After is the scheduled time of the occurrence whose completion
+	// enqueued this one; zero when Register or Repair did (and in payloads
+	// written before the field existed).
+	After time.Time
 }
 
 func (e envelope) marshal() []byte {
@@ -108,6 +113,9 @@ func (e envelope) marshal() []byte {
 	b = wire.AppendVarint(b, envScheduledMs, uint64(e.ScheduledAt.UnixMilli()))
 	b = protowire.AppendTag(b, envGen, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, e.Gen)
+	if !e.After.IsZero() {
+		b = wire.AppendVarint(b, envAfterMs, uint64(e.After.UnixMilli()))
+	}
 	return wire.AppendBytes(b, envPayload, e.Payload)
 }
 
@@ -130,6 +138,8 @@ func unmarshalEnvelope(v []byte) (envelope, error) {
 			e.Gen = x
 		case envPayload:
 			e.Payload = append([]byte(nil), raw...)
+		case envAfterMs:
+			e.After = time.UnixMilli(int64(x)).UTC()
 		}
 		return nil
 	})

@@ -22,16 +22,20 @@ func TestDefinitionRoundTrip(t *testing.T) {
 }
 
 func TestEnvelopeRoundTrip(t *testing.T) {
-	e := envelope{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 42, Payload: []byte{0, 1, 2}}
-	got, err := unmarshalEnvelope(e.marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != e.Name || !got.ScheduledAt.Equal(e.ScheduledAt) || got.Gen != e.Gen || !bytes.Equal(got.Payload, e.Payload) {
-		t.Fatalf("round trip: got %+v, want %+v", got, e)
-	}
-	if len(e.marshal()) > len(e.Name)+len(e.Payload)+envelopeOverhead {
-		t.Fatalf("envelope of %d bytes is over its budget", len(e.marshal()))
+	for _, e := range []envelope{
+		{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 42, Payload: []byte{0, 1, 2}},
+		{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 1<<64 - 1, Payload: []byte{0, 1, 2}, After: epoch.Add(30 * time.Second)},
+	} {
+		got, err := unmarshalEnvelope(e.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != e.Name || !got.ScheduledAt.Equal(e.ScheduledAt) || got.Gen != e.Gen || !bytes.Equal(got.Payload, e.Payload) || !got.After.Equal(e.After) {
+			t.Fatalf("round trip: got %+v, want %+v", got, e)
+		}
+		if len(e.marshal()) > len(e.Name)+len(e.Payload)+envelopeOverhead {
+			t.Fatalf("envelope of %d bytes is over its budget", len(e.marshal()))
+		}
 	}
 }
 

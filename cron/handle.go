@@ -63,12 +63,25 @@ func Handle(w *worker.Worker, taskType string, h func(ctx context.Context, occ O
 
 // HandleTx is Handle for a handler with transactional effects.
 func HandleTx(w *worker.Worker, taskType string, h TxHandler, opts worker.HandlerOptions) error {
-	if h == nil {
-		return fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	raw, err := RawHandler(w.Queue(), taskType, h)
+	if err != nil {
+		return err
 	}
-	r := &occRunner{q: w.Queue(), h: h}
+	return worker.RegisterRaw(w, taskType, raw, opts)
+}
+
+// RawHandler is the handler HandleTx registers, for a caller that wraps
+// handlers before registering them with worker.RegisterRaw (to trace them,
+// or to know when a run has fully ended: the returned handler returns only
+// after the transaction that completes the occurrence and enqueues its
+// successor has committed or failed). q must be the worker's queue.
+func RawHandler(q *quick.Queue, taskType string, h TxHandler) (worker.Handler[[]byte], error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	}
+	r := &occRunner{q: q, h: h}
 	r.log = r.q.Options().Logger.With("task_type", taskType)
-	return worker.RegisterRaw(w, taskType, r.run, opts)
+	return r.run, nil
 }
 
 type occRunner struct {

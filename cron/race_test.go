@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -111,5 +112,36 @@ func TestRemoveRegisterRacingCompletion(t *testing.T) {
 	}
 	if len(ran) != 0 {
 		t.Fatalf("the occurrence of the removed schedule ran: %+v", <-ran)
+	}
+}
+
+// TestChangeCarriesOnFromTheReplacedOccurrence: a changed schedule's first
+// occurrence comes after the replaced one's time, not merely after
+// Register's now: a worker whose clock ran ahead of Register's already ran
+// the time that Register's clock still sees as next. Before the fix the
+// new version ran 00:01 a second time.
+func TestChangeCarriesOnFromTheReplacedOccurrence(t *testing.T) {
+	e := newEnv(t, nil)
+	s := Schedule{Name: "sweep", Spec: "* * * * *", TaskType: "sweep", Payload: []byte("v1")}
+	e.clk.Set(epoch.Add(time.Minute - 500*time.Millisecond)) // Register's clock
+	e.register(s)
+	// A worker whose clock is half a second ahead runs 00:01 and enqueues
+	// 00:02.
+	ahead, err := quick.Open(e.ctx, e.db, e.q.Subspace(), quick.Options{Clock: clock.NewFake(epoch.Add(time.Minute)), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ahead.Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claimed %+v, %v", res, err)
+	}
+	if err := e.finish(res.Jobs[0], quick.AckComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Payload = []byte("v2")
+	e.register(s)
+	_, env := e.pending("sweep")
+	if want := epoch.Add(2 * time.Minute); !env.ScheduledAt.Equal(want) || string(env.Payload) != "v2" {
+		t.Fatalf("the new version's first occurrence is at %v (payload %q), want %v: 00:01 ran already", env.ScheduledAt, env.Payload, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -81,7 +82,7 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 		if err != nil {
 			return err
 		}
-		_, _, err = ensureTx(tr, q, d, p, now)
+		_, _, err = ensureTx(tr, q, d, p, now, time.Time{})
 		return err
 	})
 	if err != nil {
@@ -91,16 +92,23 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	// it. (The check is here, not in the transaction, because quick offers
 	// no lookup by ID inside one; it also catches an earlier Register that
 	// stopped between its steps.)
+	// The new version carries on after the time whose completion enqueued
+	// the replaced occurrence: that time ran, perhaps on a worker whose
+	// clock runs ahead of ours, so that ours still sees it as next.
 	stale := false
+	var from time.Time
 	for _, id := range holders {
-		st, err := replaceStale(ctx, q, id, d.Gen)
+		st, at, err := replaceStale(ctx, q, id, d.Gen)
 		if err != nil {
 			return fmt.Errorf("cron: register %q: replace the old occurrence: %w", s.Name, err)
 		}
 		stale = stale || st
+		if at.After(from) {
+			from = at
+		}
 	}
 	if stale {
-		if _, err := ensure(ctx, q, s.Name); err != nil {
+		if _, err := ensure(ctx, q, s.Name, from); err != nil {
 			return fmt.Errorf("cron: register %q: %w", s.Name, err)
 		}
 	}
@@ -109,29 +117,31 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 
 // replaceStale reports whether the schedule needs a new occurrence because
 // occurrence id is gone, or was of another generation than gen and pending
-// (then it cancels it). A running occurrence of another generation is left
-// to finish: its completion reads the new definition and enqueues the next
-// occurrence, so enqueueing one now would let two run at once when the task
-// type changed.
-func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, error) {
+// (then it cancels it, and returns the time of the occurrence whose
+// completion enqueued it, if one did). A running
+// occurrence of another generation is left to finish: its completion reads
+// the new definition and enqueues the next occurrence, so enqueueing one
+// now would let two run at once when the task type changed.
+func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, time.Time, error) {
 	info, err := q.Get(ctx, id)
 	if quick.IsNotFound(err) {
-		return true, nil
+		return true, time.Time{}, nil
 	}
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	switch info.State {
 	case quick.StateScheduled, quick.StateReady:
 	case quick.StateLeased:
-		return false, nil
+		return false, time.Time{}, nil
 	default: // finished or dead: it holds nothing any more
-		return true, nil
+		return true, time.Time{}, nil
 	}
-	if env, err := unmarshalEnvelope(info.Payload); err == nil && env.Gen == gen {
-		return false, nil
+	env, err := unmarshalEnvelope(info.Payload)
+	if err == nil && env.Gen == gen {
+		return false, time.Time{}, nil
 	}
-	return true, cancelPending(ctx, q, id)
+	return true, env.After, cancelPending(ctx, q, id)
 }
 
 // Remove deletes the schedule and cancels its pending occurrence. An
@@ -209,8 +219,9 @@ func cancelPending(ctx context.Context, q *quick.Queue, id quick.ID) error {
 	return nil
 }
 
-// ensure runs ensureTx for the stored definition of name.
-func ensure(ctx context.Context, q *quick.Queue, name string) (restored bool, err error) {
+// ensure runs ensureTx for the stored definition of name, for the first
+// time after now and after from.
+func ensure(ctx context.Context, q *quick.Queue, name string, from time.Time) (restored bool, err error) {
 	err = transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
 		restored = false
 		now := q.Now()
@@ -218,7 +229,7 @@ func ensure(ctx context.Context, q *quick.Queue, name string) (restored bool, er
 		if err != nil || !found {
 			return err
 		}
-		res, id, err := ensureTx(tr, q, d, p, now)
+		res, id, err := ensureTx(tr, q, d, p, now, from)
 		if err != nil || id.IsZero() {
 			return err
 		}

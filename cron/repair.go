@@ -44,7 +44,7 @@ func Repair(ctx context.Context, q *quick.Queue) (restored int, err error) {
 		if !s.holder.IsZero() {
 			continue
 		}
-		ok, err := ensure(ctx, q, s.name)
+		ok, err := ensure(ctx, q, s.name, time.Time{})
 		if err != nil {
 			if ctx.Err() != nil {
 				return restored, fmt.Errorf("cron: repair: %w", err)

@@ -70,8 +70,8 @@ const (
 	// (quick.MaxUniqueKeyLen bytes).
 	MaxNameLen = 256
 	// envelopeOverhead is what an occurrence's payload adds to the
-	// schedule's: the name and a few fixed fields.
-	envelopeOverhead = 32
+	// schedule's besides the name: a few fixed fields.
+	envelopeOverhead = 40
 )
 
 // definition is a validated schedule as stored, with its generation: a
