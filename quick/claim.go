@@ -376,8 +376,11 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 			return Claimed{}, err
 		}
 		if c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts {
-			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec,
-				fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts))
+			reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts)
+			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec, reason)
+			if err := q.runDeadHook(tr, opts.TaskType, c.sk.ID, rec.Payload, reason); err != nil {
+				return Claimed{}, err
+			}
 			res.deadIDs = append(res.deadIDs, c.sk.ID)
 			continue
 		}
