@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -121,6 +122,9 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 	at := successorTime(p, d.MissedRuns, env.ScheduledAt, now)
 	if at.IsZero() {
 		return Successor{}, nil
+	}
+	if mutant.On("cron.successor") {
+		return Successor{}, nil // deliberate break: the chain ends here
 	}
 	res, _, err := enqueueTx(tr, q, d, at, env.ScheduledAt, now)
 	if err != nil {
