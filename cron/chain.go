@@ -143,6 +143,17 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 // the unique key serializably, so a concurrent completion that enqueued a
 // successor conflicts.
 func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from time.Time) (Successor, quick.ID, error) {
+	if d.PrevTaskType != "" {
+		// An occurrence still running under the task type before the last
+		// change holds the chain: its completion enqueues the next.
+		hv, err := tr.Get(holderKey(q, d.PrevTaskType, d.Name)).Get()
+		if err != nil {
+			return Successor{}, quick.ID{}, err
+		}
+		if len(hv) == len(quick.ID{}) {
+			return Successor{ID: quick.ID(hv), Duplicate: true}, quick.ID{}, nil
+		}
+	}
 	at := p.next(now)
 	if from.After(now) {
 		at = p.next(from)

@@ -31,6 +31,7 @@ const (
 	defMaxAttempts = 6
 	defMissedRuns  = 7
 	defGen         = 8
+	defPrevType    = 9
 )
 
 // Field numbers of an occurrence envelope.
@@ -52,6 +53,9 @@ func (d definition) marshal() []byte {
 	b = wire.AppendVarint(b, defPriority, uint64(d.Priority))
 	b = wire.AppendVarint(b, defMaxAttempts, uint64(d.MaxAttempts))
 	b = wire.AppendVarint(b, defMissedRuns, uint64(d.MissedRuns))
+	if d.PrevTaskType != "" {
+		b = wire.AppendBytes(b, defPrevType, []byte(d.PrevTaskType))
+	}
 	b = protowire.AppendTag(b, defGen, protowire.Fixed64Type)
 	return protowire.AppendFixed64(b, d.Gen)
 }
@@ -84,6 +88,8 @@ func unmarshalDefinition(name string, v []byte) (definition, error) {
 				return fmt.Errorf("%w: generation has wire type %d", ErrCorrupt, typ)
 			}
 			d.Gen = x
+		case defPrevType:
+			d.PrevTaskType = string(raw)
 		}
 		return nil
 	})

@@ -12,12 +12,15 @@ import (
 func TestDefinitionRoundTrip(t *testing.T) {
 	d := definition{Schedule: Schedule{Name: "sweep", Spec: "*/5 * * * *", TimeZone: "Europe/Paris", TaskType: "sweep",
 		Payload: []byte("bucket-7"), Priority: quick.Low, MaxAttempts: 3, MissedRuns: SkipAll}, Gen: 0xfeedface12345678}
-	got, err := unmarshalDefinition("sweep", d.marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameConfig(got.Schedule, d.Schedule) || got.Gen != d.Gen {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, d)
+	for _, prev := range []string{"", "sweep-v1"} {
+		d.PrevTaskType = prev
+		got, err := unmarshalDefinition("sweep", d.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameConfig(got.Schedule, d.Schedule) || got.Gen != d.Gen || got.PrevTaskType != prev {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, d)
+		}
 	}
 }
 

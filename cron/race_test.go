@@ -28,8 +28,8 @@ func TestTaskTypeChangeWhileRunning(t *testing.T) {
 	if js := e.jobs("new"); len(js) != 0 {
 		t.Fatalf("Register enqueued %d occurrence(s) of the new task type while one of the old runs: %+v", len(js), js)
 	}
-	if x := e.entry("sweep"); x.Alive {
-		t.Logf("entry %+v", x) // the new type's key is free: List reads it so
+	if x := e.entry("sweep"); !x.Alive || x.NextID != ls[0].ID {
+		t.Fatalf("List: %+v, want the running occurrence of the old type", x)
 	}
 	if err := e.finish(ls[0], quick.AckComplete, "", nil); err != nil {
 		t.Fatal(err)
@@ -143,5 +143,47 @@ func TestChangeCarriesOnFromTheReplacedOccurrence(t *testing.T) {
 	_, env := e.pending("sweep")
 	if want := epoch.Add(2 * time.Minute); !env.ScheduledAt.Equal(want) || string(env.Payload) != "v2" {
 		t.Fatalf("the new version's first occurrence is at %v (payload %q), want %v: 00:01 ran already", env.ScheduledAt, env.Payload, want)
+	}
+}
+
+// TestRepairWaitsForTheOldTaskTypesOccurrence: after a task-type change,
+// the occurrence still running under the old type holds the chain for
+// Repair and List too. Before the fix Repair saw no holder under the new
+// type and enqueued a second occurrence beside the running one.
+func TestRepairWaitsForTheOldTaskTypesOccurrence(t *testing.T) {
+	e := newEnv(t, nil)
+	s := Schedule{Name: "sweep", Spec: "* * * * *", TaskType: "old"}
+	e.register(s)
+	e.clk.Advance(time.Minute)
+	ls := e.claim("old", "w1")
+	if len(ls) != 1 {
+		t.Fatalf("claimed %d", len(ls))
+	}
+	s.TaskType = "new"
+	e.register(s)
+	n, err := Repair(e.ctx, e.q)
+	if err != nil || n != 0 {
+		t.Fatalf("Repair = %d, %v; want nothing restored while the old type's occurrence runs", n, err)
+	}
+	if js := e.jobs("new"); len(js) != 0 {
+		t.Fatalf("an occurrence of the new type beside the running one: %+v", js)
+	}
+	if x := e.entry("sweep"); !x.Alive || x.NextID != ls[0].ID {
+		t.Fatalf("List: %+v, want the running occurrence %s", x, ls[0].ID)
+	}
+	// A second change while it still runs: it still holds the chain.
+	s.TaskType = "newer"
+	e.register(s)
+	if n, err := Repair(e.ctx, e.q); err != nil || n != 0 {
+		t.Fatalf("Repair after a second change = %d, %v", n, err)
+	}
+	if err := e.finish(ls[0], quick.AckComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, env := e.pending("newer"); !env.ScheduledAt.Equal(epoch.Add(2 * time.Minute)) {
+		t.Fatalf("successor at %v", env.ScheduledAt)
+	}
+	if js := append(e.jobs("old"), e.jobs("new")...); len(js) != 0 {
+		t.Fatalf("left behind: %+v", js)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -50,19 +51,26 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 		if err != nil {
 			return err
 		}
+		// The task types an occurrence may hold the schedule's unique key
+		// under: the new one, the old one, and the one before it (whose
+		// occurrence may still be running).
 		types := []string{s.TaskType}
+		var old definition
+		oldOK := false
 		if v != nil {
-			if old, err := unmarshalDefinition(s.Name, v); err == nil {
+			if old, err = unmarshalDefinition(s.Name, v); err == nil {
+				oldOK = true
 				if sameConfig(old.Schedule, s) {
 					d = old
-				} else if old.TaskType != s.TaskType {
-					types = append(types, old.TaskType)
+				}
+				for _, t := range []string{old.TaskType, old.PrevTaskType} {
+					if t != "" && !slices.Contains(types, t) {
+						types = append(types, t)
+					}
 				}
 			}
 		}
-		if d.Gen == fresh.Gen {
-			tr.Set(key, d.marshal())
-		}
+		held := map[string]bool{}
 		for _, t := range types {
 			// Serializable: a completion that commits meanwhile (freeing
 			// the key, enqueueing a successor from the definition it read)
@@ -73,7 +81,14 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 			}
 			if len(hv) == len(quick.ID{}) {
 				holders = append(holders, quick.ID(hv))
+				held[t] = true
 			}
+		}
+		if d.Gen == fresh.Gen {
+			if oldOK {
+				d.PrevTaskType = prevTaskType(old, s.TaskType, held)
+			}
+			tr.Set(key, d.marshal())
 		}
 		if len(holders) > 0 {
 			return nil // checked below, outside the transaction
@@ -115,6 +130,21 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	return nil
 }
 
+// prevTaskType is the task type a changed schedule remembers besides its
+// new one, so that Repair, List and ensureTx see an occurrence still
+// running under it (quick's unique key is per task type): the old type, or
+// the one before it if only that one's occurrence still holds its key.
+func prevTaskType(old definition, newType string, held map[string]bool) string {
+	prev := old.TaskType
+	if !held[old.TaskType] && old.PrevTaskType != "" && held[old.PrevTaskType] {
+		prev = old.PrevTaskType
+	}
+	if prev == newType {
+		return ""
+	}
+	return prev
+}
+
 // replaceStale reports whether the schedule needs a new occurrence because
 // occurrence id is gone, or was of another generation than gen and pending
 // (then it cancels it, and returns the time of the occurrence whose
@@ -150,7 +180,7 @@ func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) 
 // ErrNotFound when there is no such schedule.
 func Remove(ctx context.Context, q *quick.Queue, name string) error {
 	var (
-		holder  quick.ID
+		holders []quick.ID
 		removed bool
 	)
 	err := transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
@@ -169,16 +199,22 @@ func Remove(ctx context.Context, q *quick.Queue, name string) error {
 		}
 		tr.Clear(key)
 		removed = true
-		holder = quick.ID{}
+		holders = holders[:0]
 		if d, err := unmarshalDefinition(name, v); err == nil {
-			// Serializable, as in Register: a completion that enqueues a
-			// successor meanwhile conflicts, and the retry cancels that one.
-			hv, err := tr.Get(holderKey(q, d.TaskType, name)).Get()
-			if err != nil {
-				return err
-			}
-			if len(hv) == len(quick.ID{}) {
-				holder = quick.ID(hv)
+			for _, t := range []string{d.TaskType, d.PrevTaskType} {
+				if t == "" {
+					continue
+				}
+				// Serializable, as in Register: a completion that enqueues
+				// a successor meanwhile conflicts, and the retry cancels
+				// that one.
+				hv, err := tr.Get(holderKey(q, t, name)).Get()
+				if err != nil {
+					return err
+				}
+				if len(hv) == len(quick.ID{}) {
+					holders = append(holders, quick.ID(hv))
+				}
 			}
 		}
 		return nil
@@ -186,11 +222,10 @@ func Remove(ctx context.Context, q *quick.Queue, name string) error {
 	if err != nil {
 		return fmt.Errorf("cron: remove %q: %w", name, err)
 	}
-	if holder.IsZero() {
-		return nil
-	}
-	if err := cancelPending(ctx, q, holder); err != nil {
-		return fmt.Errorf("cron: remove %q: cancel its occurrence: %w", name, err)
+	for _, h := range holders {
+		if err := cancelPending(ctx, q, h); err != nil {
+			return fmt.Errorf("cron: remove %q: cancel its occurrence: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -82,6 +82,10 @@ const (
 type definition struct {
 	Schedule
 	Gen uint64
+	// PrevTaskType is the task type before the last change of TaskType
+	// (empty if none): an occurrence may still run under it, holding the
+	// schedule's unique key of that type, and no other may start meanwhile.
+	PrevTaskType string
 }
 
 // validate checks s and parses its spec, so that nothing is written for a
