@@ -128,7 +128,8 @@ type candidate struct {
 // ended among future keys); snapshot reads of S(1,"j",id) and, for checkpointed jobs,
 // S(1,"c",id); per job taken: a read-conflict key, a clear and a set of
 // S(1,"s",...). A job whose attempts were all spent is dead-lettered instead
-// (see Fail).
+// (see Fail), and the task type's DeadLetterHook, if set, runs in the claim's
+// transaction (deadhook.go).
 func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	opts, err := q.claimDefaults(opts)
 	if err != nil {
