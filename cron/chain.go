@@ -161,7 +161,8 @@ func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from
 	if at.IsZero() {
 		return Successor{}, quick.ID{}, nil
 	}
-	return enqueueTx(tr, q, d, at, time.Time{}, now)
+	// Recording from as After lets a later change carry on after it too.
+	return enqueueTx(tr, q, d, at, from, now)
 }
 
 // enqueueTx enqueues the occurrence of d at time at, unless an occurrence

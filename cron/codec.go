@@ -107,8 +107,9 @@ type envelope struct {
 	Gen         uint64
 	Payload     []byte
 	// After is the scheduled time of the occurrence whose completion
-	// enqueued this one; zero when Register or Repair did (and in payloads
-	// written before the field existed).
+	// enqueued this one, or the time a changed schedule's first occurrence
+	// was computed after (see Register); zero when Register or Repair
+	// started a chain (and in payloads written before the field existed).
 	After time.Time
 }
 

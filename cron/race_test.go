@@ -187,3 +187,31 @@ func TestRepairWaitsForTheOldTaskTypesOccurrence(t *testing.T) {
 		t.Fatalf("left behind: %+v", js)
 	}
 }
+
+// TestSecondChangeStillCarriesOn: two changes in a row, the second
+// replacing the occurrence the first enqueued, still carry on after the
+// time a fast-clocked worker ran.
+func TestSecondChangeStillCarriesOn(t *testing.T) {
+	e := newEnv(t, nil)
+	s := Schedule{Name: "sweep", Spec: "* * * * *", TaskType: "sweep", Payload: []byte("v1")}
+	e.clk.Set(epoch.Add(time.Minute - 500*time.Millisecond))
+	e.register(s)
+	ahead, err := quick.Open(e.ctx, e.db, e.q.Subspace(), quick.Options{Clock: clock.NewFake(epoch.Add(time.Minute)), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ahead.Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claimed %+v, %v", res, err)
+	}
+	if err := e.finish(res.Jobs[0], quick.AckComplete, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"v2", "v3"} {
+		s.Payload = []byte(p)
+		e.register(s)
+		if _, env := e.pending("sweep"); !env.ScheduledAt.Equal(epoch.Add(2 * time.Minute)) {
+			t.Fatalf("after the change to %s: first occurrence at %v, want %v", p, env.ScheduledAt, epoch.Add(2*time.Minute))
+		}
+	}
+}
