@@ -45,8 +45,9 @@ type Config struct {
 	// CronEditEvery is the mean time between edits of a random cron chain
 	// while it runs: its spec changed, its task type changed, or the
 	// schedule removed and registered again. Zero edits nothing. Chain 0
-	// has MaxAttempts 1, so a kill or pause mid-run exhausts its occurrence
-	// and the claim that dead-letters it must enqueue the successor.
+	// has MaxAttempts 1 and the worker of its first run is killed, so the
+	// claim that dead-letters the exhausted occurrence must enqueue the
+	// successor; edits leave chain 0 alone when there are others.
 	CronEditEvery time.Duration `json:"cron_edit_every"`
 	// FarSkew, when set, runs one worker of every start cycle that far
 	// ahead of real time, beyond Skew. Off by default: detecting and

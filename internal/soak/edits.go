@@ -22,9 +22,10 @@ func chainSchedule(cfg Config, i int) cron.Schedule {
 	return s
 }
 
-// editCron edits a random chain every CronEditEvery on average while ctx
-// lasts: its spec toggled, its task type toggled (every worker handles
-// both), or the schedule removed and registered again at once. Occurrences
+// editCron edits a random chain (see editable) every CronEditEvery on
+// average while ctx lasts: its spec toggled, its task type toggled (every
+// worker handles both), or the schedule removed and registered again at
+// once. Occurrences
 // run meanwhile, so each edit races completions. At the end every chain is
 // registered again as last edited, so a Remove whose Register failed
 // leaves no chain removed.
@@ -44,7 +45,7 @@ func (h *harness) editCron(ctx context.Context, q *quick.Queue, chains []cron.Sc
 	// The first three edits, a second apart, are one of each kind; then
 	// kinds and chains are drawn at random.
 	for n := 0; sleep(ctx, h.editWait(rng, n)); n++ {
-		s := &chains[rng.IntN(len(chains))]
+		s := &chains[h.editable(rng, len(chains))]
 		kind := n
 		if n >= 3 {
 			kind = rng.IntN(3)
@@ -91,4 +92,15 @@ func (h *harness) editWait(rng *rand.Rand, n int) time.Duration {
 		return time.Second
 	}
 	return time.Duration(rng.ExpFloat64() * float64(h.cfg.CronEditEvery))
+}
+
+// editable draws the chain to edit: any but chain 0 when there are others,
+// so that chain 0's exhausted occurrence is dead-lettered by a claim (with
+// its successor) rather than cancelled by an edit, and every soak checks
+// that path.
+func (h *harness) editable(rng *rand.Rand, n int) int {
+	if n == 1 {
+		return 0
+	}
+	return 1 + rng.IntN(n-1)
 }
