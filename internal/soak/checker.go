@@ -30,6 +30,9 @@ type Verdict struct {
 	// vanished holder) with their successor enqueued; CronAbandoned runs
 	// of an edited chain's occurrence that an edit cancelled mid-run.
 	CronDeadLettered int `json:"cron_dead_lettered"`
+	// CronFewest is the fewest occurrences any one chain completed: a sign
+	// of chains that stalled (safe, but not live), which is no violation.
+	CronFewest int `json:"cron_fewest"`
 	CronAbandoned    int `json:"cron_abandoned"`
 	// TooLarge counts commits refused with 2101: each is a violation.
 	TooLarge int64 `json:"too_large"`
@@ -193,8 +196,18 @@ func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) 
 			lastDone[c.Schedule] = c.ScheduledAt
 		}
 	}
+	perChain := map[string]int{}
+	for _, cs := range completions {
+		if cs[0].Schedule != "" {
+			perChain[cs[0].Schedule]++
+		}
+	}
+	v.CronFewest = -1
 	next := map[quick.ID]bool{}
 	for _, e := range h.CronEntries {
+		if n := perChain[e.Name]; v.CronFewest < 0 || n < v.CronFewest {
+			v.CronFewest = n
+		}
 		next[e.NextID] = true
 		switch {
 		case !e.Alive || e.NextID.IsZero():

@@ -468,8 +468,8 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "overlaps (at-least-once): %d\n", v.Overlaps)
 	fmt.Fprintf(w, "jobs exhausted / large:  %d dead-lettered by a claim (%d completed by their woken holder) / %d up to %d bytes\n",
 		v.Exhausted, v.ExhaustCompleted, v.Large, r.Config.LargeBytes)
-	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains, %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
-		v.CronCompleted, v.CronChains, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
+	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains (fewest for one chain: %d), %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
+		v.CronCompleted, v.CronChains, v.CronFewest, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
 	fmt.Fprintf(w, "oversized transactions:  %d\n", v.TooLarge)
 	if r.DrainStalled {
 		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")
