@@ -32,8 +32,8 @@ type Verdict struct {
 	CronDeadLettered int `json:"cron_dead_lettered"`
 	// CronFewest is the fewest occurrences any one chain completed: a sign
 	// of chains that stalled (safe, but not live), which is no violation.
-	CronFewest int `json:"cron_fewest"`
-	CronAbandoned    int `json:"cron_abandoned"`
+	CronFewest    int `json:"cron_fewest"`
+	CronAbandoned int `json:"cron_abandoned"`
 	// TooLarge counts commits refused with 2101: each is a violation.
 	TooLarge int64 `json:"too_large"`
 	// Violations lists each violation found; the run fails if any.
