@@ -143,7 +143,17 @@ func TestAcceptanceWorkers(t *testing.T) {
 	}
 	faulty.SetEnabled(false)
 	verifyAcceptance(t, e, sc)
-	t.Logf("faults injected: %+v", faulty.Stats())
+	assertFaulted(t, faulty.Stats())
+}
+
+// assertFaulted fails the test unless every kind of fault was injected: a
+// wiring change that switched them off would otherwise pass unnoticed.
+func assertFaulted(t *testing.T, st kv.FaultStats) {
+	t.Helper()
+	t.Logf("faults injected: %+v", st)
+	if st.UnknownCommitted == 0 || st.UnknownNotCommitted == 0 || st.Conflicts == 0 {
+		t.Errorf("a kind of fault was never injected: %+v", st)
+	}
 }
 
 // waitLimit bounds every wait on a condition: a failure deadline, never a
@@ -322,7 +332,7 @@ func TestAcceptanceChain(t *testing.T) {
 	}
 	faulty.SetEnabled(false)
 	verifyAcceptance(t, e, sc)
-	t.Logf("faults injected: %+v", faulty.Stats())
+	assertFaulted(t, faulty.Stats())
 }
 
 // runOnce claims the vested occurrences as holder and runs the script on

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -40,9 +41,10 @@ func successorTime(p plan, policy MissedRuns, after, now time.Time) time.Time {
 	return p.latest(n, now)
 }
 
-// occurrenceJob is the job of the occurrence of d at time at.
-func occurrenceJob(q *quick.Queue, d definition, at, now time.Time) quick.NewJob {
-	env := envelope{Name: d.Name, ScheduledAt: at, Gen: d.Gen, Payload: d.Payload}
+// occurrenceJob is the job of the occurrence of d at time at, enqueued by
+// the completion of the occurrence at after (zero: by Register or Repair).
+func occurrenceJob(q *quick.Queue, d definition, at, after, now time.Time) quick.NewJob {
+	env := envelope{Name: d.Name, ScheduledAt: at, Gen: d.Gen, Payload: d.Payload, After: after}
 	return quick.NewJob{
 		ID:          occurrenceID(d.Name, d.Gen, at, now, q.Options().IdempotencyWindow),
 		TaskType:    d.TaskType,
@@ -121,7 +123,10 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 	if at.IsZero() {
 		return Successor{}, nil
 	}
-	res, _, err := enqueueTx(tr, q, d, at, now)
+	if mutant.On("cron.successor") {
+		return Successor{}, nil // deliberate break: the chain ends here
+	}
+	res, _, err := enqueueTx(tr, q, d, at, env.ScheduledAt, now)
 	if err != nil {
 		return Successor{}, err
 	}
@@ -133,15 +138,31 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 
 // ensureTx makes sure schedule d has a pending or running occurrence: if
 // none holds its unique key, it enqueues the one at the schedule's next
-// time after now. The ID is deterministic, so concurrent callers enqueue
-// the same job at most once; EnqueueTx reads the unique key serializably,
-// so a concurrent completion that enqueued a successor conflicts.
-func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now time.Time) (Successor, quick.ID, error) {
+// time after now and after from (zero: now only). The ID is deterministic,
+// so concurrent callers enqueue the same job at most once; EnqueueTx reads
+// the unique key serializably, so a concurrent completion that enqueued a
+// successor conflicts.
+func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from time.Time) (Successor, quick.ID, error) {
+	if d.PrevTaskType != "" {
+		// An occurrence still running under the task type before the last
+		// change holds the chain: its completion enqueues the next.
+		hv, err := tr.Get(holderKey(q, d.PrevTaskType, d.Name)).Get()
+		if err != nil {
+			return Successor{}, quick.ID{}, err
+		}
+		if len(hv) == len(quick.ID{}) {
+			return Successor{ID: quick.ID(hv), Duplicate: true}, quick.ID{}, nil
+		}
+	}
 	at := p.next(now)
+	if from.After(now) {
+		at = p.next(from)
+	}
 	if at.IsZero() {
 		return Successor{}, quick.ID{}, nil
 	}
-	return enqueueTx(tr, q, d, at, now)
+	// Recording from as After lets a later change carry on after it too.
+	return enqueueTx(tr, q, d, at, from, now)
 }
 
 // enqueueTx enqueues the occurrence of d at time at, unless an occurrence
@@ -157,8 +178,8 @@ func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now time.
 // instead. Safety does not depend on the ID: EnqueueTx reads the unique key
 // serializably, so of two transactions enqueueing an occurrence of the
 // schedule one conflicts and then finds the other's.
-func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, now time.Time) (Successor, quick.ID, error) {
-	job := occurrenceJob(q, d, at, now)
+func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, after, now time.Time) (Successor, quick.ID, error) {
+	job := occurrenceJob(q, d, at, after, now)
 	res, err := q.EnqueueTx(tr, job)
 	if err != nil {
 		return Successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)

@@ -31,6 +31,7 @@ const (
 	defMaxAttempts = 6
 	defMissedRuns  = 7
 	defGen         = 8
+	defPrevType    = 9
 )
 
 // Field numbers of an occurrence envelope.
@@ -39,6 +40,7 @@ const (
 	envScheduledMs = 2
 	envGen         = 3
 	envPayload     = 4
+	envAfterMs     = 5
 )
 
 func (d definition) marshal() []byte {
@@ -51,6 +53,9 @@ func (d definition) marshal() []byte {
 	b = wire.AppendVarint(b, defPriority, uint64(d.Priority))
 	b = wire.AppendVarint(b, defMaxAttempts, uint64(d.MaxAttempts))
 	b = wire.AppendVarint(b, defMissedRuns, uint64(d.MissedRuns))
+	if d.PrevTaskType != "" {
+		b = wire.AppendBytes(b, defPrevType, []byte(d.PrevTaskType))
+	}
 	b = protowire.AppendTag(b, defGen, protowire.Fixed64Type)
 	return protowire.AppendFixed64(b, d.Gen)
 }
@@ -83,6 +88,8 @@ func unmarshalDefinition(name string, v []byte) (definition, error) {
 				return fmt.Errorf("%w: generation has wire type %d", ErrCorrupt, typ)
 			}
 			d.Gen = x
+		case defPrevType:
+			d.PrevTaskType = string(raw)
 		}
 		return nil
 	})
@@ -99,6 +106,11 @@ type envelope struct {
 	ScheduledAt time.Time
 	Gen         uint64
 	Payload     []byte
+	// After is the scheduled time of the occurrence whose completion
+	// enqueued this one, or the time a changed schedule's first occurrence
+	// was computed after (see Register); zero when Register or Repair
+	// started a chain (and in payloads written before the field existed).
+	After time.Time
 }
 
 func (e envelope) marshal() []byte {
@@ -108,6 +120,9 @@ func (e envelope) marshal() []byte {
 	b = wire.AppendVarint(b, envScheduledMs, uint64(e.ScheduledAt.UnixMilli()))
 	b = protowire.AppendTag(b, envGen, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, e.Gen)
+	if !e.After.IsZero() {
+		b = wire.AppendVarint(b, envAfterMs, uint64(e.After.UnixMilli()))
+	}
 	return wire.AppendBytes(b, envPayload, e.Payload)
 }
 
@@ -130,6 +145,8 @@ func unmarshalEnvelope(v []byte) (envelope, error) {
 			e.Gen = x
 		case envPayload:
 			e.Payload = append([]byte(nil), raw...)
+		case envAfterMs:
+			e.After = time.UnixMilli(int64(x)).UTC()
 		}
 		return nil
 	})

@@ -12,26 +12,33 @@ import (
 func TestDefinitionRoundTrip(t *testing.T) {
 	d := definition{Schedule: Schedule{Name: "sweep", Spec: "*/5 * * * *", TimeZone: "Europe/Paris", TaskType: "sweep",
 		Payload: []byte("bucket-7"), Priority: quick.Low, MaxAttempts: 3, MissedRuns: SkipAll}, Gen: 0xfeedface12345678}
-	got, err := unmarshalDefinition("sweep", d.marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameConfig(got.Schedule, d.Schedule) || got.Gen != d.Gen {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, d)
+	for _, prev := range []string{"", "sweep-v1"} {
+		d.PrevTaskType = prev
+		got, err := unmarshalDefinition("sweep", d.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameConfig(got.Schedule, d.Schedule) || got.Gen != d.Gen || got.PrevTaskType != prev {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, d)
+		}
 	}
 }
 
 func TestEnvelopeRoundTrip(t *testing.T) {
-	e := envelope{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 42, Payload: []byte{0, 1, 2}}
-	got, err := unmarshalEnvelope(e.marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != e.Name || !got.ScheduledAt.Equal(e.ScheduledAt) || got.Gen != e.Gen || !bytes.Equal(got.Payload, e.Payload) {
-		t.Fatalf("round trip: got %+v, want %+v", got, e)
-	}
-	if len(e.marshal()) > len(e.Name)+len(e.Payload)+envelopeOverhead {
-		t.Fatalf("envelope of %d bytes is over its budget", len(e.marshal()))
+	for _, e := range []envelope{
+		{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 42, Payload: []byte{0, 1, 2}},
+		{Name: "sweep", ScheduledAt: epoch.Add(90 * time.Second), Gen: 1<<64 - 1, Payload: []byte{0, 1, 2}, After: epoch.Add(30 * time.Second)},
+	} {
+		got, err := unmarshalEnvelope(e.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != e.Name || !got.ScheduledAt.Equal(e.ScheduledAt) || got.Gen != e.Gen || !bytes.Equal(got.Payload, e.Payload) || !got.After.Equal(e.After) {
+			t.Fatalf("round trip: got %+v, want %+v", got, e)
+		}
+		if len(e.marshal()) > len(e.Name)+len(e.Payload)+envelopeOverhead {
+			t.Fatalf("envelope of %d bytes is over its budget", len(e.marshal()))
+		}
 	}
 }
 

@@ -21,8 +21,13 @@
 // computes the next time and enqueues it. A failed occurrence is retried
 // like any job, the chain waiting for it (runs never overlap); when its
 // last attempt fails it is dead-lettered, and the same transaction enqueues
-// the next. A worker that dies mid-run leaves its occurrence leased; the
-// lease lapses, another worker runs it, and its completion carries on.
+// the next (if that transaction fails, the occurrence runs again rather
+// than fail without a successor). A worker that dies mid-run leaves its
+// occurrence leased; the lease lapses, another worker runs it, and its
+// completion carries on. When the attempts were all spent by workers that
+// vanished, the claim that finds it dead-letters it, and the hook Handle
+// sets on the queue (quick.DeadLetterHook) enqueues the next in that
+// claim's transaction.
 //
 // # Times
 //
@@ -44,9 +49,9 @@
 // # Repair
 //
 // A chain breaks only when an occurrence leaves the queue without a
-// successor: chiefly when a claim dead-letters it because its attempts were
-// all spent by workers that vanished mid-run (no handler was left to
-// schedule the next), or when someone cancels it by hand. Repair finds the
+// successor: when someone cancels it by hand, when a claim by a process
+// that did not call Handle for its task type dead-letters it, or when its
+// definition does not parse. Repair finds the
 // schedules without a pending or running occurrence and enqueues their next
 // one; it is cheap (a snapshot read of the definitions and one point read
 // each) and safe to run anywhere, any number at once. Workers that run cron
@@ -59,8 +64,16 @@
 // Register is idempotent: an unchanged schedule writes nothing. A changed
 // one gets a new generation; its pending occurrence is cancelled and the new
 // version's next one enqueued, while a running one finishes and its
-// completion follows the new definition. Remove deletes the definition and
-// cancels the pending occurrence; a running one finishes and schedules
-// nothing. An occurrence that finds its definition removed or changed when
-// it starts completes without running.
+// completion follows the new definition. While it runs nothing else is
+// enqueued, even when the task type changed: quick's unique key is per task
+// type, so the new type's key would not stop a second occurrence from
+// running beside the first. Remove deletes the definition and cancels the
+// pending occurrence; a running one finishes and schedules nothing. An
+// occurrence that finds its definition removed or changed when it starts
+// completes without running, and its completion still reads the definition
+// in its own transaction: a schedule removed and registered again while the
+// occurrence ran gets its next occurrence from that completion (Register
+// saw the unique key held and enqueued nothing). Register and Remove read
+// the unique keys serializably, so a completion that commits while they run
+// makes them retry and see its successor.
 package cron

@@ -63,17 +63,59 @@ func Handle(w *worker.Worker, taskType string, h func(ctx context.Context, occ O
 
 // HandleTx is Handle for a handler with transactional effects.
 func HandleTx(w *worker.Worker, taskType string, h TxHandler, opts worker.HandlerOptions) error {
-	if h == nil {
-		return fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	raw, err := RawHandler(w.Queue(), taskType, h)
+	if err != nil {
+		return err
 	}
-	r := &occRunner{q: w.Queue(), h: h}
-	r.log = r.q.Options().Logger.With("task_type", taskType)
 	// The workers that run occurrences share the repair of broken chains
 	// (one of them every period); added once however many cron types.
 	if err := w.AddDuty(RepairDuty(w.Queue(), 0)); err != nil {
 		return err
 	}
-	return worker.RegisterRaw(w, taskType, r.run, opts)
+	return worker.RegisterRaw(w, taskType, raw, opts)
+}
+
+// RawHandler is the handler HandleTx registers, for a caller that wraps
+// handlers before registering them with worker.RegisterRaw (to trace them,
+// or to know when a run has fully ended: the returned handler returns only
+// after the transaction that completes the occurrence and enqueues its
+// successor has committed or failed). q must be the worker's queue.
+func RawHandler(q *quick.Queue, taskType string, h TxHandler) (worker.Handler[[]byte], error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidSchedule)
+	}
+	r := &occRunner{q: q, h: h}
+	r.log = r.q.Options().Logger.With("task_type", taskType)
+	q.OnDeadLetter(taskType, r.onClaimDeadLetter)
+	return r.run, nil
+}
+
+// onClaimDeadLetter is quick's DeadLetterHook for the occurrences: a claim
+// that dead-letters an occurrence whose holders all vanished (no handler
+// is left to schedule the next) enqueues its successor in the same
+// transaction, so the chain goes on as after any dead-lettered occurrence.
+// Only the database's errors fail the claim; an occurrence or definition
+// that cannot be read is logged and left without a successor (Repair finds
+// the chain broken), since failing the claim would meet it again forever.
+func (r *occRunner) onClaimDeadLetter(tr kv.Transaction, job quick.DeadLettered) error {
+	log := r.log.With("id", job.ID)
+	env, err := unmarshalEnvelope(job.Payload)
+	if err != nil {
+		log.Error("cron: a claim dead-lettered an occurrence whose payload does not decode; no successor", "err", err)
+		return nil
+	}
+	log = log.With("schedule", env.Name, "scheduled_at", env.ScheduledAt)
+	next, err := scheduleNextTx(tr, r.q, env, job.ID)
+	var dbErr kv.Error
+	switch {
+	case err == nil:
+		log.Warn("cron: a claim dead-lettered the occurrence (its holders vanished); next one scheduled", "reason", job.Reason, "next", next.At)
+	case errors.As(err, &dbErr):
+		return err
+	default:
+		log.Error("cron: a claim dead-lettered the occurrence (its holders vanished); no successor", "err", err)
+	}
+	return nil
 }
 
 type occRunner struct {
@@ -98,22 +140,32 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	occ := Occurrence{Name: env.Name, ScheduledAt: env.ScheduledAt, Payload: env.Payload, Attempt: job.Lease.Attempt, JobID: job.Lease.ID}
 	log := r.log.With("schedule", env.Name, "scheduled_at", env.ScheduledAt, "id", job.Lease.ID, "attempt", occ.Attempt)
 
+	if testHookClaimed != nil {
+		testHookClaimed()
+	}
 	st, err := r.definitionState(ctx, env)
 	if err != nil {
 		return err // retried: the definition could not be read
+	}
+	if testHookDefinitionRead != nil {
+		testHookDefinitionRead(st)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	switch st {
 	case defRemoved:
+		// The completion still reads the definition, in its own
+		// transaction: a Register since the read above (which found this
+		// occurrence holding the unique key, so enqueued nothing) gets its
+		// next occurrence from here.
 		log.Info("cron: schedule removed; completing its occurrence without running it")
-		return job.CompleteWith(fctx, nil)
+		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
 	case defChanged:
 		log.Info("cron: schedule changed since this occurrence was enqueued; skipping it for the new version's next")
 		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
 	}
 
-	commit, herr := r.h(ctx, occ)
+	commit, herr := r.call(ctx, occ)
 	var (
 		snooze    *worker.SnoozeError
 		cancelErr *worker.CancelError
@@ -131,15 +183,44 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	return herr
 }
 
+// call runs the handler, turning a panic into an error: a panic that
+// reached the worker would fail the job there, and on its last attempt
+// dead-letter it with no successor.
+func (r *occRunner) call(ctx context.Context, occ Occurrence) (commit func(kv.Transaction) error, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			commit, err = nil, fmt.Errorf("cron: handler panicked: %v", p)
+		}
+	}()
+	return r.h(ctx, occ)
+}
+
+// retryDeadLetter is how long an occurrence whose dead-lettering failed
+// waits before a claim meets it again.
+const retryDeadLetter = time.Second
+
 // deadLetter ends the occurrence in the dead letters and enqueues its
-// successor in the same transaction. If that fails the handler's error is
-// returned with it, and the worker fails the job as usual.
+// successor in the same transaction.
+//
+// If that fails, the occurrence must not end any other way: returning the
+// handler's error would make the worker fail it, and on the last attempt
+// quick dead-letters it in that ack, with no successor. A lost lease
+// returns the loss (the worker acks nothing; whoever holds the job now ends
+// it, and a claim that finds it exhausted enqueues the successor with
+// onClaimDeadLetter). Any other failure snoozes the occurrence briefly,
+// which spends no attempt: it runs again and, failing again, is
+// dead-lettered again, its successor with it.
 func (r *occRunner) deadLetter(ctx context.Context, job *worker.RawJob, env envelope, reason string, herr error, log *slog.Logger) error {
 	log.Warn("cron: occurrence failed for good; dead-lettering it and scheduling the next", "err", herr)
-	if err := job.DeadLetterWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log)); err != nil {
+	err := job.DeadLetterWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log))
+	switch {
+	case err == nil:
+		return nil
+	case quick.IsLeaseLost(err) || errors.Is(err, worker.ErrKilled):
 		return errors.Join(herr, err)
 	}
-	return nil
+	log.Warn("cron: dead-lettering the occurrence failed; running it again shortly", "err", err)
+	return worker.Snooze(retryDeadLetter)
 }
 
 // successor is the function that runs inside the transaction ending the
@@ -165,6 +246,15 @@ func (r *occRunner) successor(env envelope, current quick.ID, commit func(kv.Tra
 		return err
 	}
 }
+
+// Set by tests only, before any worker runs: testHookClaimed runs when an
+// occurrence's handler starts, testHookDefinitionRead after it has read its
+// definition and before it runs or completes the occurrence. They are where
+// a test interleaves a Register or Remove by hand.
+var (
+	testHookClaimed        func()
+	testHookDefinitionRead func(defState)
+)
 
 // defState is how an occurrence stands with its schedule's definition.
 type defState int

@@ -72,7 +72,7 @@ func TestHandle(t *testing.T) {
 	}
 	at := epoch.Add(3 * time.Minute)
 	for _, x := range []definition{stale, orphan} {
-		if _, err := e.q.Enqueue(e.ctx, occurrenceJob(e.q, x, at, e.clk.Now())); err != nil {
+		if _, err := e.q.Enqueue(e.ctx, occurrenceJob(e.q, x, at, time.Time{}, e.clk.Now())); err != nil {
 			t.Fatal(err)
 		}
 	}

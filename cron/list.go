@@ -39,8 +39,8 @@ type stored struct {
 
 // readAll reads every definition and the holder of each one's unique key,
 // in one read-only transaction: a range read and one point read per
-// schedule, all in flight at once. Snapshot reads: nothing is written on
-// what they see.
+// schedule (two for a schedule whose task type changed), all in flight at
+// once. Snapshot reads: nothing is written on what they see.
 func readAll(ctx context.Context, q *quick.Queue) ([]stored, error) {
 	var out []stored
 	err := q.DB().ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -52,6 +52,7 @@ func readAll(ctx context.Context, q *quick.Queue) ([]stored, error) {
 			return err
 		}
 		holders := make([]kv.Future[[]byte], len(kvs))
+		prevs := make([]kv.Future[[]byte], len(kvs)) // under PrevTaskType
 		for _, p := range kvs {
 			name, err := nameOf(q, p.Key)
 			if err != nil {
@@ -63,18 +64,23 @@ func readAll(ctx context.Context, q *quick.Queue) ([]stored, error) {
 			if s.def.TaskType != "" {
 				holders[len(out)] = snap.Get(holderKey(q, s.def.TaskType, name))
 			}
+			if s.def.PrevTaskType != "" {
+				prevs[len(out)] = snap.Get(holderKey(q, s.def.PrevTaskType, name))
+			}
 			out = append(out, s)
 		}
 		for i := range out {
-			if holders[i] == nil {
-				continue
-			}
-			v, err := holders[i].Get()
-			if err != nil {
-				return err
-			}
-			if len(v) == len(quick.ID{}) {
-				out[i].holder = quick.ID(v)
+			for _, f := range []kv.Future[[]byte]{holders[i], prevs[i]} {
+				if f == nil || !out[i].holder.IsZero() {
+					continue
+				}
+				v, err := f.Get()
+				if err != nil {
+					return err
+				}
+				if len(v) == len(quick.ID{}) {
+					out[i].holder = quick.ID(v)
+				}
 			}
 		}
 		return nil

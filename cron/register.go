@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -18,7 +20,10 @@ import (
 // A changed schedule gets a new generation, and its pending occurrence is
 // cancelled and replaced by the new schedule's next one; an occurrence that
 // is running is left to finish, and its completion schedules the successor
-// from the new definition. A spec or time zone that does not parse, or a
+// from the new definition. Nothing is enqueued while it runs, even when the
+// task type changed (quick's unique key is per task type, so the new type's
+// key is free and would not stop a second occurrence): the running one
+// finishes first. A spec or time zone that does not parse, or a
 // spec that never fires, returns an error wrapping ErrInvalidSpec; other bad
 // fields ErrInvalidSchedule. Nothing is written then.
 //
@@ -46,27 +51,44 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 		if err != nil {
 			return err
 		}
+		// The task types an occurrence may hold the schedule's unique key
+		// under: the new one, the old one, and the one before it (whose
+		// occurrence may still be running).
 		types := []string{s.TaskType}
+		var old definition
+		oldOK := false
 		if v != nil {
-			if old, err := unmarshalDefinition(s.Name, v); err == nil {
+			if old, err = unmarshalDefinition(s.Name, v); err == nil {
+				oldOK = true
 				if sameConfig(old.Schedule, s) {
 					d = old
-				} else if old.TaskType != s.TaskType {
-					types = append(types, old.TaskType)
+				}
+				for _, t := range []string{old.TaskType, old.PrevTaskType} {
+					if t != "" && !slices.Contains(types, t) {
+						types = append(types, t)
+					}
 				}
 			}
 		}
-		if d.Gen == fresh.Gen {
-			tr.Set(key, d.marshal())
-		}
+		held := map[string]bool{}
 		for _, t := range types {
-			hv, err := tr.Snapshot().Get(holderKey(q, t, s.Name)).Get()
+			// Serializable: a completion that commits meanwhile (freeing
+			// the key, enqueueing a successor from the definition it read)
+			// conflicts, and the retry sees its successor to replace.
+			hv, err := tr.Get(holderKey(q, t, s.Name)).Get()
 			if err != nil {
 				return err
 			}
 			if len(hv) == len(quick.ID{}) {
 				holders = append(holders, quick.ID(hv))
+				held[t] = true
 			}
+		}
+		if d.Gen == fresh.Gen {
+			if oldOK {
+				d.PrevTaskType = prevTaskType(old, s.TaskType, held)
+			}
+			tr.Set(key, d.marshal())
 		}
 		if len(holders) > 0 {
 			return nil // checked below, outside the transaction
@@ -75,7 +97,7 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 		if err != nil {
 			return err
 		}
-		_, _, err = ensureTx(tr, q, d, p, now)
+		_, _, err = ensureTx(tr, q, d, p, now, time.Time{})
 		return err
 	})
 	if err != nil {
@@ -85,36 +107,71 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	// it. (The check is here, not in the transaction, because quick offers
 	// no lookup by ID inside one; it also catches an earlier Register that
 	// stopped between its steps.)
+	// The new version carries on after the time whose completion enqueued
+	// the replaced occurrence: that time ran, perhaps on a worker whose
+	// clock runs ahead of ours, so that ours still sees it as next.
 	stale := false
+	var from time.Time
 	for _, id := range holders {
-		st, err := replaceStale(ctx, q, id, d.Gen)
+		st, at, err := replaceStale(ctx, q, id, d.Gen)
 		if err != nil {
 			return fmt.Errorf("cron: register %q: replace the old occurrence: %w", s.Name, err)
 		}
 		stale = stale || st
+		if at.After(from) {
+			from = at
+		}
 	}
 	if stale {
-		if _, err := ensure(ctx, q, s.Name); err != nil {
+		if _, err := ensure(ctx, q, s.Name, from); err != nil {
 			return fmt.Errorf("cron: register %q: %w", s.Name, err)
 		}
 	}
 	return nil
 }
 
-// replaceStale reports whether occurrence id is not of generation gen (or
-// is gone), and cancels it if so and no worker holds it.
-func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, error) {
+// prevTaskType is the task type a changed schedule remembers besides its
+// new one, so that Repair, List and ensureTx see an occurrence still
+// running under it (quick's unique key is per task type): the old type, or
+// the one before it if only that one's occurrence still holds its key.
+func prevTaskType(old definition, newType string, held map[string]bool) string {
+	prev := old.TaskType
+	if !held[old.TaskType] && old.PrevTaskType != "" && held[old.PrevTaskType] {
+		prev = old.PrevTaskType
+	}
+	if prev == newType {
+		return ""
+	}
+	return prev
+}
+
+// replaceStale reports whether the schedule needs a new occurrence because
+// occurrence id is gone, or was of another generation than gen and pending
+// (then it cancels it, and returns the time of the occurrence whose
+// completion enqueued it, if one did). A running
+// occurrence of another generation is left to finish: its completion reads
+// the new definition and enqueues the next occurrence, so enqueueing one
+// now would let two run at once when the task type changed.
+func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) (bool, time.Time, error) {
 	info, err := q.Get(ctx, id)
 	if quick.IsNotFound(err) {
-		return true, nil
+		return true, time.Time{}, nil
 	}
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
-	if env, err := unmarshalEnvelope(info.Payload); err == nil && env.Gen == gen {
-		return false, nil
+	switch info.State {
+	case quick.StateScheduled, quick.StateReady:
+	case quick.StateLeased:
+		return false, time.Time{}, nil
+	default: // finished or dead: it holds nothing any more
+		return true, time.Time{}, nil
 	}
-	return true, cancelPending(ctx, q, id)
+	env, err := unmarshalEnvelope(info.Payload)
+	if err == nil && env.Gen == gen {
+		return false, time.Time{}, nil
+	}
+	return true, env.After, cancelPending(ctx, q, id)
 }
 
 // Remove deletes the schedule and cancels its pending occurrence. An
@@ -123,7 +180,7 @@ func replaceStale(ctx context.Context, q *quick.Queue, id quick.ID, gen uint64) 
 // ErrNotFound when there is no such schedule.
 func Remove(ctx context.Context, q *quick.Queue, name string) error {
 	var (
-		holder  quick.ID
+		holders []quick.ID
 		removed bool
 	)
 	err := transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
@@ -142,14 +199,22 @@ func Remove(ctx context.Context, q *quick.Queue, name string) error {
 		}
 		tr.Clear(key)
 		removed = true
-		holder = quick.ID{}
+		holders = holders[:0]
 		if d, err := unmarshalDefinition(name, v); err == nil {
-			hv, err := tr.Snapshot().Get(holderKey(q, d.TaskType, name)).Get()
-			if err != nil {
-				return err
-			}
-			if len(hv) == len(quick.ID{}) {
-				holder = quick.ID(hv)
+			for _, t := range []string{d.TaskType, d.PrevTaskType} {
+				if t == "" {
+					continue
+				}
+				// Serializable, as in Register: a completion that enqueues
+				// a successor meanwhile conflicts, and the retry cancels
+				// that one.
+				hv, err := tr.Get(holderKey(q, t, name)).Get()
+				if err != nil {
+					return err
+				}
+				if len(hv) == len(quick.ID{}) {
+					holders = append(holders, quick.ID(hv))
+				}
 			}
 		}
 		return nil
@@ -157,11 +222,10 @@ func Remove(ctx context.Context, q *quick.Queue, name string) error {
 	if err != nil {
 		return fmt.Errorf("cron: remove %q: %w", name, err)
 	}
-	if holder.IsZero() {
-		return nil
-	}
-	if err := cancelPending(ctx, q, holder); err != nil {
-		return fmt.Errorf("cron: remove %q: cancel its occurrence: %w", name, err)
+	for _, h := range holders {
+		if err := cancelPending(ctx, q, h); err != nil {
+			return fmt.Errorf("cron: remove %q: cancel its occurrence: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -190,8 +254,9 @@ func cancelPending(ctx context.Context, q *quick.Queue, id quick.ID) error {
 	return nil
 }
 
-// ensure runs ensureTx for the stored definition of name.
-func ensure(ctx context.Context, q *quick.Queue, name string) (restored bool, err error) {
+// ensure runs ensureTx for the stored definition of name, for the first
+// time after now and after from.
+func ensure(ctx context.Context, q *quick.Queue, name string, from time.Time) (restored bool, err error) {
 	err = transact(ctx, q.DB(), func(tr kv.Transaction, maybeCommitted bool) error {
 		restored = false
 		now := q.Now()
@@ -199,7 +264,7 @@ func ensure(ctx context.Context, q *quick.Queue, name string) (restored bool, er
 		if err != nil || !found {
 			return err
 		}
-		res, id, err := ensureTx(tr, q, d, p, now)
+		res, id, err := ensureTx(tr, q, d, p, now, from)
 		if err != nil || id.IsZero() {
 			return err
 		}

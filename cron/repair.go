@@ -18,10 +18,11 @@ import (
 // records when the chain broke, nor whether its last occurrence ran.
 //
 // A chain breaks when an occurrence leaves the queue without scheduling a
-// successor: a claim that dead-letters it because all its attempts were
-// spent by holders that vanished (no handler ran to schedule the next), a
-// manual cancel or purge, a crash between the steps of Register, or a
-// definition that did not parse on the worker that completed it.
+// successor: a manual cancel or purge, a claim that dead-letters it (its
+// attempts spent by holders that vanished) made through a queue handle
+// without cron's hook (Handle sets it), a crash between the steps of
+// Register, or a definition that did not parse on the worker that
+// completed it.
 //
 // Any process may run Repair, any number at once: it reads the definitions
 // and their unique keys in one snapshot transaction (one range read plus
@@ -44,7 +45,7 @@ func Repair(ctx context.Context, q *quick.Queue) (restored int, err error) {
 		if !s.holder.IsZero() {
 			continue
 		}
-		ok, err := ensure(ctx, q, s.name)
+		ok, err := ensure(ctx, q, s.name, time.Time{})
 		if err != nil {
 			if ctx.Err() != nil {
 				return restored, fmt.Errorf("cron: repair: %w", err)

@@ -70,8 +70,8 @@ const (
 	// (quick.MaxUniqueKeyLen bytes).
 	MaxNameLen = 256
 	// envelopeOverhead is what an occurrence's payload adds to the
-	// schedule's: the name and a few fixed fields.
-	envelopeOverhead = 32
+	// schedule's besides the name: a few fixed fields.
+	envelopeOverhead = 40
 )
 
 // definition is a validated schedule as stored, with its generation: a
@@ -82,6 +82,10 @@ const (
 type definition struct {
 	Schedule
 	Gen uint64
+	// PrevTaskType is the task type before the last change of TaskType
+	// (empty if none): an occurrence may still run under it, holding the
+	// schedule's unique key of that type, and no other may start meanwhile.
+	PrevTaskType string
 }
 
 // validate checks s and parses its spec, so that nothing is written for a

@@ -128,7 +128,8 @@ type candidate struct {
 // ended among future keys); snapshot reads of S(1,"j",id) and, for checkpointed jobs,
 // S(1,"c",id); per job taken: a read-conflict key, a clear and a set of
 // S(1,"s",...). A job whose attempts were all spent is dead-lettered instead
-// (see Fail).
+// (see Fail), and the task type's DeadLetterHook, if set, runs in the claim's
+// transaction (deadhook.go).
 func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	opts, err := q.claimDefaults(opts)
 	if err != nil {
@@ -376,8 +377,11 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 			return Claimed{}, err
 		}
 		if c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts {
-			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec,
-				fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts))
+			reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts)
+			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec, reason)
+			if err := q.runDeadHook(tr, opts.TaskType, c.sk.ID, rec.Payload, reason); err != nil {
+				return Claimed{}, err
+			}
 			res.deadIDs = append(res.deadIDs, c.sk.ID)
 			continue
 		}

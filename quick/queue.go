@@ -24,6 +24,8 @@ type Queue struct {
 	// knownTypes caches the task types this process has registered, so only
 	// the first enqueue of a type per process pays for registering it.
 	knownTypes sync.Map
+	// deadHooks maps a task type to its DeadLetterHook (deadhook.go).
+	deadHooks sync.Map
 }
 
 // Open opens the queue under space, creating its configuration on first use.

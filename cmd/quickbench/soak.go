@@ -38,7 +38,13 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.PoisonShare, "poison", cfg.PoisonShare, "share of jobs that always fail (must end dead-lettered)")
 	fs.IntVar(&cfg.CronSchedules, "cron", cfg.CronSchedules, "cron chains")
 	fs.StringVar(&cfg.CronSpec, "cron-spec", cfg.CronSpec, "spec of every cron chain")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed")
+	fs.Float64Var(&cfg.LargeShare, "large", cfg.LargeShare, "share of jobs with a payload of up to -large-bytes")
+	fs.IntVar(&cfg.LargeBytes, "large-bytes", cfg.LargeBytes, "largest payload of a large job")
+	fs.Float64Var(&cfg.ExhaustShare, "exhaust", cfg.ExhaustShare, "share of one-attempt jobs whose worker vanishes mid-run")
+	fs.DurationVar(&cfg.CronEditEvery, "cron-edit-every", cfg.CronEditEvery, "mean time between edits of a running cron chain (0: none)")
+	fs.DurationVar(&cfg.FarSkew, "far-skew", cfg.FarSkew, "run the first worker this far ahead of real time (off by default)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed (the first, with -seeds)")
+	seeds := fs.Int("seeds", 1, "run this many soaks, seeds seed, seed+1, ...; exit 1 if any fails")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the queue's, workers' and cron's warnings")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
@@ -47,19 +53,37 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	rep, err := soak.Run(ctx, cfg, stderr)
-	if err != nil {
-		return fail(stderr, err)
+	var reps []soak.Report
+	failed := 0
+	for i := range max(*seeds, 1) {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i)
+		rep, err := soak.Run(ctx, c, stderr)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		fmt.Fprintf(stdout, "seed %d:\n", c.Seed)
+		rep.WriteSummary(stdout)
+		if n := len(rep.Verdict.Violations); n > 0 || rep.DrainStalled {
+			fmt.Fprintf(stderr, "quickbench soak: seed %d: %d violations\n", c.Seed, n)
+			failed++
+		}
+		reps = append(reps, rep)
 	}
-	rep.WriteSummary(stdout)
 	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
+		var v any = reps
+		if len(reps) == 1 {
+			v = reps[0]
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
 			return fail(stderr, err)
 		}
 	}
-	if n := len(rep.Verdict.Violations); n > 0 || rep.DrainTimedOut {
-		fmt.Fprintf(stderr, "quickbench soak: %d violations\n", n)
+	if len(reps) > 1 {
+		soak.WriteTotals(stdout, reps)
+	}
+	if failed > 0 {
 		return 1
 	}
 	return 0

@@ -19,6 +19,23 @@ type Verdict struct {
 	Overlaps      int `json:"overlaps"`
 	CronCompleted int `json:"cron_occurrences_completed"`
 	CronChains    int `json:"cron_chains"`
+	// Exhausted counts the one-attempt jobs a claim dead-lettered (their
+	// holder vanished); ExhaustCompleted those whose frozen holder woke
+	// before any claim took them and completed them. Large counts the
+	// large-payload jobs.
+	Exhausted        int `json:"exhausted"`
+	ExhaustCompleted int `json:"exhaust_completed"`
+	Large            int `json:"large"`
+	// CronDeadLettered counts occurrences dead-lettered (exhausted by a
+	// vanished holder) with their successor enqueued; CronAbandoned runs
+	// of an edited chain's occurrence that an edit cancelled mid-run.
+	CronDeadLettered int `json:"cron_dead_lettered"`
+	// CronFewest is the fewest occurrences any one chain completed: a sign
+	// of chains that stalled (safe, but not live), which is no violation.
+	CronFewest    int `json:"cron_fewest"`
+	CronAbandoned int `json:"cron_abandoned"`
+	// TooLarge counts commits refused with 2101: each is a violation.
+	TooLarge int64 `json:"too_large"`
 	// Violations lists each violation found; the run fails if any.
 	Violations []string `json:"violations"`
 }
@@ -30,7 +47,10 @@ func (v *Verdict) violate(format string, args ...any) {
 // Check verifies the history against what the queue promises (see the
 // package comment).
 func Check(h History) Verdict {
-	v := Verdict{Claims: len(h.Claims), Runs: len(h.Runs), CronChains: len(h.CronEntries)}
+	v := Verdict{Claims: len(h.Claims), Runs: len(h.Runs), CronChains: len(h.CronEntries), TooLarge: h.TooLarge}
+	if h.TooLarge > 0 {
+		v.violate("%d commits failed with 2101 transaction_too_large: a transaction is not bounded in bytes", h.TooLarge)
+	}
 
 	// The last claim of each job: the one with the highest attempt, since
 	// every claim of a job counts one more attempt than the one before.
@@ -100,6 +120,14 @@ func Check(h History) Verdict {
 		if dead[j.ID] {
 			v.DeadLettered++
 		}
+		switch {
+		case j.Kind == KindLarge:
+			v.Large++
+		case j.Kind == KindExhaust && dead[j.ID]:
+			v.Exhausted++
+		case j.Kind == KindExhaust && n > 0:
+			v.ExhaustCompleted++
+		}
 		if len(runs[j.ID]) == 0 {
 			v.violate("job %s (%s) never ran", j.ID, j.Kind)
 		}
@@ -110,6 +138,11 @@ func Check(h History) Verdict {
 			v.violate("job %s always fails but is not in the dead letters", j.ID)
 		case j.Kind == KindPoison && n > 0:
 			v.violate("job %s always fails but has a committed completion", j.ID)
+		case j.Kind == KindExhaust && dead[j.ID] && n > 0:
+			v.violate("job %s was dead-lettered as exhausted but also has a committed completion", j.ID)
+		case j.Kind == KindExhaust && !dead[j.ID] && n == 0:
+			v.violate("job %s (exhaust) was lost: neither dead-lettered nor completed", j.ID)
+		case j.Kind == KindExhaust:
 		case j.Kind != KindPoison && dead[j.ID]:
 			v.violate("job %s (%s) was dead-lettered", j.ID, j.Kind)
 		case j.Kind != KindPoison && n == 0:
@@ -155,7 +188,7 @@ func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) 
 		}
 		v.CronCompleted++
 		o := occ{c.Schedule, c.ScheduledAt}
-		if other, dup := seen[o]; dup {
+		if other, dup := seen[o]; dup && !h.CronRecreated[c.Schedule] {
 			v.violate("cron %s at %v completed twice, as %s and %s", c.Schedule, c.ScheduledAt, other, id)
 		}
 		seen[o] = id
@@ -163,15 +196,25 @@ func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) 
 			lastDone[c.Schedule] = c.ScheduledAt
 		}
 	}
+	perChain := map[string]int{}
+	for _, cs := range completions {
+		if cs[0].Schedule != "" {
+			perChain[cs[0].Schedule]++
+		}
+	}
+	v.CronFewest = -1
 	next := map[quick.ID]bool{}
 	for _, e := range h.CronEntries {
+		if n := perChain[e.Name]; v.CronFewest < 0 || n < v.CronFewest {
+			v.CronFewest = n
+		}
 		next[e.NextID] = true
 		switch {
 		case !e.Alive || e.NextID.IsZero():
 			v.violate("cron chain %s is broken: no pending occurrence after %v", e.Name, lastDone[e.Name])
 		case !pending[e.NextID]:
 			v.violate("cron chain %s: its next occurrence %s is not in the queue", e.Name, e.NextID)
-		case !e.Next.After(lastDone[e.Name]):
+		case !e.Next.After(lastDone[e.Name]) && !h.CronRecreated[e.Name]:
 			v.violate("cron chain %s: its next occurrence (%v) is not after its last completed one (%v)", e.Name, e.Next, lastDone[e.Name])
 		}
 	}
@@ -180,13 +223,19 @@ func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) 
 			v.violate("cron occurrence %s is queued but is no chain's next one (a second successor?)", id)
 		}
 	}
-	for _, id := range h.CronDead {
-		v.violate("cron occurrence %s was dead-lettered", id)
-	}
+	// A dead-lettered occurrence (its one attempt spent by a holder that
+	// vanished) is no violation: the chain checks above find a chain left
+	// without its successor.
+	v.CronDeadLettered = len(h.CronDead)
 	for _, r := range h.Runs {
-		if r.Schedule != "" && len(completions[r.ID]) == 0 && !pending[r.ID] && !dead[r.ID] {
-			v.violate("cron occurrence %s of %s ran but was neither completed nor is it queued: its chain lost it", r.ID, r.Schedule)
+		if r.Schedule == "" || len(completions[r.ID]) > 0 || pending[r.ID] || dead[r.ID] {
+			continue
 		}
+		if h.CronEdited[r.Schedule] {
+			v.CronAbandoned++ // an edit cancelled it while it ran
+			continue
+		}
+		v.violate("cron occurrence %s of %s ran but was neither completed nor is it queued: its chain lost it", r.ID, r.Schedule)
 	}
 }
 

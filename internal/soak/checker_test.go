@@ -120,6 +120,34 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 		{"cron stale attempt", func(h *History) {
 			h.Claims = append(h.Claims, ClaimRec{ID: h.Completions[3].ID, Token: 7, Attempt: 2})
 		}, "stale token"},
+		{"oversized transaction", func(h *History) {
+			h.TooLarge = 1
+		}, "transaction_too_large"},
+		{"exhausted job lost", func(h *History) {
+			x := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: x, Kind: KindExhaust, Producer: 3})
+			h.Claims = append(h.Claims, ClaimRec{ID: x, Token: 60, Attempt: 1})
+			h.Runs = append(h.Runs, RunRec{ID: x, Token: 60})
+		}, "neither dead-lettered nor completed"},
+		{"exhausted job dead and completed", func(h *History) {
+			x := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: x, Kind: KindExhaust, Producer: 3})
+			h.Claims = append(h.Claims, ClaimRec{ID: x, Token: 60, Attempt: 1})
+			h.Runs = append(h.Runs, RunRec{ID: x, Token: 60})
+			h.Completions = append(h.Completions, CompletionRec{ID: x, Token: 60, Attempt: 1})
+			h.Dead = append(h.Dead, x)
+		}, "also has a committed completion"},
+		{"edited chain broken", func(h *History) {
+			h.CronEdited = map[string]bool{"chain": true}
+			h.CronRecreated = map[string]bool{"chain": true}
+			h.CronPending = nil
+			h.CronEntries[0] = CronEntry{Name: "chain"}
+		}, "chain chain is broken"},
+		{"edited chain doubled", func(h *History) {
+			h.CronEdited = map[string]bool{"chain": true}
+			h.CronRecreated = map[string]bool{"chain": true}
+			h.CronPending = append(h.CronPending, quick.NewID(time.Unix(1_900_000_000, 0)))
+		}, "no chain's next one"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,5 +171,29 @@ func TestUncertainEnqueueThatNeverCommitted(t *testing.T) {
 	h.Jobs = append(h.Jobs, JobRec{ID: quick.NewID(time.Unix(1_900_000_000, 0)), Kind: KindNormal, Producer: 2, Uncertain: true})
 	if v := Check(h); len(v.Violations) != 0 || v.Jobs != 3 {
 		t.Fatalf("an uncertain enqueue that left no trace: %+v", v)
+	}
+}
+
+// TestCheckerCountsWhatIsNoViolation: an exhausted job dead-lettered by a
+// claim, a large job, a dead-lettered cron occurrence whose chain goes on,
+// and a run of an edited chain's cancelled occurrence are counted, not
+// failed.
+func TestCheckerCountsWhatIsNoViolation(t *testing.T) {
+	h := cleanHistory()
+	t0 := time.Unix(1_900_000_000, 0)
+	x, l, d, ab := quick.NewID(t0), quick.NewID(t0), quick.NewID(t0), quick.NewID(t0)
+	h.Jobs = append(h.Jobs, JobRec{ID: x, Kind: KindExhaust, Producer: 3}, JobRec{ID: l, Kind: KindLarge, Producer: 3, Seq: 1})
+	h.Claims = append(h.Claims, ClaimRec{ID: x, Token: 60, Attempt: 1}, ClaimRec{ID: l, Token: 61, Attempt: 1}, ClaimRec{ID: ab, Token: 1, Attempt: 1})
+	h.Runs = append(h.Runs, RunRec{ID: x, Token: 60}, RunRec{ID: l, Token: 61}, RunRec{ID: ab, Token: 1, Schedule: "chain"})
+	h.Completions = append(h.Completions, CompletionRec{ID: l, Token: 61, Attempt: 1})
+	h.Dead = append(h.Dead, x)
+	h.CronDead = []quick.ID{d}
+	h.CronEdited = map[string]bool{"chain": true}
+	v := Check(h)
+	if len(v.Violations) != 0 {
+		t.Fatalf("violations: %v", v.Violations)
+	}
+	if v.Exhausted != 1 || v.Large != 1 || v.CronDeadLettered != 1 || v.CronAbandoned != 1 {
+		t.Fatalf("counts: %+v", v)
 	}
 }

@@ -32,9 +32,29 @@ type Config struct {
 	UnknownCommitted    float64 `json:"unknown_committed"`
 	UnknownNotCommitted float64 `json:"unknown_not_committed"`
 	Conflict            float64 `json:"conflict"`
-	CronSchedules       int     `json:"cron_schedules"`
-	CronSpec            string  `json:"cron_spec"`
-	Seed                uint64  `json:"seed"`
+	// LargeShare is the share of jobs carrying a payload of up to
+	// LargeBytes (uniform), near quick's 90,000-byte limit.
+	LargeShare float64 `json:"large_share"`
+	LargeBytes int     `json:"large_bytes"`
+	// ExhaustShare is the share of jobs with MaxAttempts 1 whose handler
+	// freezes its worker past the lease: a claim finds their only attempt
+	// spent by a holder that vanished and dead-letters them.
+	ExhaustShare  float64 `json:"exhaust_share"`
+	CronSchedules int     `json:"cron_schedules"`
+	CronSpec      string  `json:"cron_spec"`
+	// CronEditEvery is the mean time between edits of a random cron chain
+	// while it runs: its spec changed, its task type changed, or the
+	// schedule removed and registered again. Zero edits nothing. Chain 0
+	// has MaxAttempts 1 and the worker of its first run is killed, so the
+	// claim that dead-letters the exhausted occurrence must enqueue the
+	// successor; edits leave chain 0 alone when there are others.
+	CronEditEvery time.Duration `json:"cron_edit_every"`
+	// FarSkew, when set, runs one worker of every start cycle that far
+	// ahead of real time, beyond Skew. Off by default: detecting and
+	// containing such a worker is the worker runtime's time reference, and
+	// the soak only provides the knob.
+	FarSkew time.Duration `json:"far_skew"`
+	Seed    uint64        `json:"seed"`
 	// Verbose sends the queue's, workers' and cron's warnings to the log.
 	Verbose bool `json:"-"`
 }
@@ -46,7 +66,8 @@ func Default() Config {
 		JobMean: 10 * time.Millisecond, Lease: quick.MinLease, KillEvery: time.Second, Skew: time.Second,
 		PauseShare: 0.01, TransientShare: 0.05, PoisonShare: 0.02, PoisonAttempts: 3,
 		UnknownCommitted: 0.02, UnknownNotCommitted: 0.02, Conflict: 0.02,
-		CronSchedules: 3, CronSpec: "@every 1s", Seed: 1,
+		LargeShare: 0.03, LargeBytes: 89_000, ExhaustShare: 0.01,
+		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, Seed: 1,
 	}
 }
 
@@ -69,6 +90,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("soak: workers, concurrency and producers must be at least 1")
 	case c.Skew < 0 || c.Skew > c.Lease/4:
 		return fmt.Errorf("soak: skew %v must be within a quarter lease (the worker runtime refuses to claim beyond it)", c.Skew)
+	case c.LargeShare > 0 && (c.LargeBytes < 1 || c.LargeBytes > quick.MaxPayloadSize-100):
+		return fmt.Errorf("soak: large payloads of %d bytes do not fit quick's %d-byte limit with the job's own fields", c.LargeBytes, quick.MaxPayloadSize)
+	case c.FarSkew < 0:
+		return fmt.Errorf("soak: negative far skew %v", c.FarSkew)
 	case c.PoisonAttempts < 1:
 		return fmt.Errorf("soak: poison attempts must be at least 1")
 	}
@@ -82,3 +107,7 @@ func (c Config) chaos() time.Duration { return max(c.Duration-c.Lease-time.Secon
 // pause is how long a paused handler blocks: past its lease even as seen
 // by the most skewed workers.
 func (c Config) pause() time.Duration { return c.Lease + 2*c.Skew + time.Second }
+
+// exhaustPause is how long an exhausting handler freezes its worker: past
+// the lease and skew with room for another worker's claim to find the job.
+func (c Config) exhaustPause() time.Duration { return c.Lease + 2*c.Skew + c.FarSkew + 3*time.Second }

@@ -2,21 +2,41 @@
 // and cron chains run against one queue while the harness breaks things on
 // purpose — it kills workers without cleanup, injects
 // commit_unknown_result (both outcomes) and conflicts through kv.WithFaults,
-// runs each worker on its own skewed clock, and pauses handlers past their
-// lease — and then a checker reads the whole history and the final database
-// and reports every violation of what the queue promises:
+// runs each worker on its own skewed clock, pauses handlers past their
+// lease, enqueues jobs with payloads near quick's 90,000-byte limit and
+// one-attempt jobs whose worker vanishes mid-run (so a claim finds them
+// exhausted), and edits the cron chains while they run (spec, task type,
+// remove and register again) — and then a checker reads the whole history
+// and the final database and reports every violation of what the queue
+// promises:
 //
 //   - every enqueued job ran at least once and ended completed (or, for the
-//     jobs built to always fail, dead-lettered); none was lost or created
-//     twice;
+//     jobs built to always fail, dead-lettered; for the exhausted ones,
+//     dead-lettered by a claim or completed once by their woken holder);
+//     none was lost or created twice;
 //   - no write under a stale lease token committed: handlers complete in a
 //     transaction that also writes a history record keyed by (job, token),
 //     so only committed completions leave one; each job must have exactly
 //     one, under the token of the job's last claim;
 //   - every cron occurrence completed once and scheduled exactly one
-//     successor, and each chain is unbroken.
+//     successor, and each chain is unbroken (one pending occurrence, never
+//     none, never two), including the chain whose occurrences have one
+//     attempt and are dead-lettered by claims;
+//   - no commit failed with 2101 transaction_too_large.
 //
 // Handler overlaps (a paused worker waking after its lease lapsed while the
 // job's next holder runs it) are at-least-once delivery, not violations:
-// they are counted and reported.
+// they are counted and reported. So are the runs of an edited chain's
+// occurrence that the edit cancelled while it ran.
+//
+// The history is read only after every worker is killed and every handler
+// run has returned, the transaction that completes a cron occurrence and
+// enqueues its successor included (Kill waits for neither, and a commit
+// begun before it goes on): reading it while such a commit is in flight
+// showed a chain with no pending occurrence and a queued occurrence that
+// was no chain's next.
+//
+// Config.FarSkew runs one worker far ahead of real time; it is off by
+// default, since containing such a worker is the worker runtime's time
+// reference, not the soak's.
 package soak

@@ -18,6 +18,7 @@ type payload struct {
 	Kind     string `json:"k"`
 	Producer int    `json:"p,omitempty"`
 	Seq      int    `json:"n,omitempty"`
+	Pad      string `json:"x,omitempty"` // makes a large job large
 }
 
 // completion is the value of a history record.
@@ -33,8 +34,6 @@ type completion struct {
 // record written in the completing transaction; poison jobs always fail.
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
-		h.handlers.Add(1)
-		defer h.handlers.Done()
 		l := job.Lease
 		h.rec.claim(ClaimRec{ID: l.ID, Token: l.Token(), Attempt: l.Attempt, Worker: wid})
 		start := time.Now()
@@ -42,6 +41,10 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		var p payload
 		if err := json.Unmarshal(job.Args, &p); err != nil {
 			return worker.Cancel("bad payload")
+		}
+		if p.Kind == KindExhaust {
+			// The only attempt is spent with nobody left to end it.
+			h.vanish(wid, clk)
 		}
 		if err := h.work(ctx, clk); err != nil {
 			return err
@@ -63,18 +66,24 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 // attempt, so it names the claim as uniquely.
 func (h *harness) cronHandler(wid string, clk *workerClock) cron.TxHandler {
 	return func(ctx context.Context, occ cron.Occurrence) (func(kv.Transaction) error, error) {
-		h.handlers.Add(1)
-		defer h.handlers.Done()
 		tok := uint64(occ.Attempt)
 		h.rec.claim(ClaimRec{ID: occ.JobID, Token: tok, Attempt: occ.Attempt, Worker: wid})
 		start := time.Now()
 		defer func() {
 			h.rec.run(RunRec{ID: occ.JobID, Token: tok, Worker: wid, Start: start, End: time.Now(), Schedule: occ.Name})
 		}()
+		if occ.Name == chainSchedule(h.cfg, 0).Name && h.chaos.Load() && h.cronVanished.CompareAndSwap(false, true) {
+			// Chain 0 has one attempt per occurrence: the claim that finds
+			// this one exhausted must enqueue its successor.
+			h.vanish(wid, clk)
+		}
 		if err := h.work(ctx, clk); err != nil {
 			return nil, err
 		}
 		return func(tr kv.Transaction) error {
+			if h.onCronCommit != nil {
+				h.onCronCommit()
+			}
 			h.record(tr, occ.JobID, tok, completion{Worker: wid, Attempt: occ.Attempt, Schedule: occ.Name, ScheduledAt: occ.ScheduledAt})
 			return nil
 		}, nil

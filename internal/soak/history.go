@@ -13,6 +13,11 @@ const (
 	KindTransient = "transient" // fails its first attempt, then completes
 	KindPoison    = "poison"    // always fails: must end dead-lettered
 	KindCron      = "cron"      // a cron occurrence: completes and schedules its successor
+	KindLarge     = "large"     // completes; its payload is up to Config.LargeBytes
+	// KindExhaust has one attempt and freezes its worker past the lease: it
+	// ends dead-lettered by the claim that finds its attempt spent, or, if
+	// no claim came before the frozen worker woke, completed by it.
+	KindExhaust = "exhaust"
 )
 
 // JobRec is a work job a producer enqueued.
@@ -79,6 +84,20 @@ type History struct {
 	CronPending []quick.ID
 	CronDead    []quick.ID
 	CronEntries []CronEntry
+	// CronEdited names the chains edited (spec, task type, or removed and
+	// registered again) during the run: a pending occurrence an edit
+	// cancelled may have started its handler already, and that run is
+	// abandoned, not lost.
+	CronEdited map[string]bool
+	// CronRecreated names the chains removed and registered again: a new
+	// schedule under the old name, whose times may repeat ones the old
+	// one ran (its first is the next after Register's clock, and a worker
+	// whose clock ran ahead may have run that time already). The checks
+	// of time order and of times completed twice skip them; the checks of
+	// one pending occurrence per chain still hold.
+	CronRecreated map[string]bool
+	// TooLarge counts commits that failed with 2101 transaction_too_large.
+	TooLarge int64
 }
 
 // recorder collects the in-memory part of the history from many goroutines.

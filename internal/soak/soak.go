@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +25,13 @@ import (
 
 const (
 	workType = "soak"
-	cronType = "soak-cron"
+	// Cron chains run under two task types: an edit moves a chain from one
+	// to the other while it runs. Every worker handles both.
+	cronType  = "soak-cron"
+	cronType2 = "soak-cron-2"
 )
+
+var cronTypes = []string{cronType, cronType2}
 
 // Report is a soak run's outcome.
 type Report struct {
@@ -31,12 +39,19 @@ type Report struct {
 	Elapsed       float64       `json:"elapsed_s"`
 	Kills         int64         `json:"kills"`
 	Pauses        int64         `json:"pauses"`
+	ExhaustPauses int64         `json:"exhaust_pauses"`
+	CronEdits     int64         `json:"cron_edits"`
 	WorkersRun    int           `json:"workers_started"`
 	Faults        kv.FaultStats `json:"faults"`
 	ClaimCommits  int64         `json:"commits"`
-	NaturalConfl  int64         `json:"natural_conflicts"`
-	DrainTimedOut bool          `json:"drain_timed_out"`
-	Verdict       Verdict       `json:"verdict"`
+	// NaturalConfl counts the conflicts the database itself reported: the
+	// counters sit under the fault injector, whose conflicts never reach
+	// them.
+	NaturalConfl int64 `json:"natural_conflicts"`
+	// DrainStalled is set when the queue stopped changing for drainStalls
+	// polls in a row with work jobs still queued.
+	DrainStalled bool    `json:"drain_stalled"`
+	Verdict      Verdict `json:"verdict"`
 }
 
 // harness is one soak run's shared state.
@@ -48,11 +63,29 @@ type harness struct {
 	hist  tuple.Subspace // completion records
 	rec   recorder
 	chaos atomic.Bool
-	// handlers counts running handlers: Kill does not wait for them, and
-	// the history must not be read while one may still record.
-	handlers sync.WaitGroup
-	kills    atomic.Int64
-	pause    atomic.Int64
+	// handlers counts running handlers, each until its completing
+	// transaction has ended (tracked): Kill does not wait for them, and
+	// the history must not be read while one may still write. inflight is
+	// the same count, readable.
+	handlers      sync.WaitGroup
+	inflight      atomic.Int64
+	kills         atomic.Int64
+	pause         atomic.Int64
+	exhaustPauses atomic.Int64
+	cronVanished  atomic.Bool
+	edits         atomic.Int64
+	tooLarge      *sizeWatch
+
+	// onCronCommit, set by tests before any worker starts, runs inside
+	// every transaction that completes a cron occurrence.
+	onCronCommit func()
+	// killReq carries the IDs of workers whose handler asks to be killed
+	// (the exhausting jobs), served by the killer during the chaos phase.
+	killReq chan string
+
+	editMu    sync.Mutex
+	edited    map[string]bool
+	recreated map[string]bool
 
 	logger *slog.Logger
 
@@ -73,13 +106,50 @@ func (h *harness) jobDuration() time.Duration {
 }
 
 // shouldPause draws whether a handler blocks past its lease; only during
-// the chaos phase, so the drain can finish.
+// the chaos phase, so the drain can finish. The first run of the phase
+// always does (when PauseShare is set), so every soak pauses at least once.
 func (h *harness) shouldPause() bool {
-	if !h.chaos.Load() || h.float() >= h.cfg.PauseShare {
+	if !h.chaos.Load() || h.cfg.PauseShare <= 0 {
 		return false
 	}
-	h.pause.Add(1)
+	if !h.pause.CompareAndSwap(0, 1) {
+		if h.float() >= h.cfg.PauseShare {
+			return false
+		}
+		h.pause.Add(1)
+	}
 	return true
+}
+
+// vanish makes the calling handler's worker vanish mid-run: it asks the
+// killer for the worker's death and, in case that does not come (the chaos
+// phase is over, or the request queue is full), freezes the whole worker
+// past the lease.
+func (h *harness) vanish(wid string, clk *workerClock) {
+	h.exhaustPauses.Add(1)
+	select {
+	case h.killReq <- wid:
+	default:
+	}
+	clk.Pause(h.cfg.exhaustPause())
+}
+
+// newHarness wraps db: counters under the fault injector, a watch for
+// oversized commits between them.
+func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
+	cnt := kv.WithCounters(db)
+	sw := &sizeWatch{inner: cnt}
+	return &harness{
+		cfg: cfg, cnt: cnt, tooLarge: sw,
+		db: kv.WithFaults(sw, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
+			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict}),
+		space: base.Sub("q"), hist: base.Sub("hist"),
+		rng:       rand.New(rand.NewPCG(cfg.Seed, 7)),
+		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		edited:    map[string]bool{},
+		recreated: map[string]bool{},
+		killReq:   make(chan string, 64),
+	}
 }
 
 func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
@@ -113,15 +183,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 // and history for inspection.
 func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config, log io.Writer) (Report, error) {
 	started := time.Now()
-	cnt := kv.WithCounters(db)
-	h := &harness{
-		cfg: cfg, cnt: cnt,
-		db: kv.WithFaults(cnt, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
-			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict}),
-		space: base.Sub("q"), hist: base.Sub("hist"),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 7)),
-		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	h := newHarness(db, base, cfg)
+	cnt := h.cnt
 	if cfg.Verbose {
 		h.logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
@@ -130,9 +193,10 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	if err != nil {
 		return rep, err
 	}
-	for s := range cfg.CronSchedules {
-		err := cron.Register(ctx, admin, cron.Schedule{Name: fmt.Sprintf("chain-%d", s), Spec: cfg.CronSpec, TaskType: cronType})
-		if err != nil {
+	chains := make([]cron.Schedule, cfg.CronSchedules)
+	for s := range chains {
+		chains[s] = chainSchedule(cfg, s)
+		if err := cron.Register(ctx, admin, chains[s]); err != nil {
 			return rep, fmt.Errorf("soak: register cron %d: %w", s, err)
 		}
 	}
@@ -149,6 +213,9 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	start := func() error {
 		seq++
 		clk := &workerClock{offset: time.Duration((2*h.float() - 1) * float64(cfg.Skew))}
+		if seq == 1 {
+			clk.offset += cfg.FarSkew
+		}
 		w, err := h.startWorker(wctx, fmt.Sprintf("w%03d", seq), clk)
 		if err != nil {
 			return err
@@ -177,40 +244,43 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		}()
 	}
 	bg.Add(1)
-	go func() { // the killer
+	go func() { // the killer: random workers, and those that ask for it
 		defer bg.Done()
 		for {
-			if !sleep(chaosCtx, time.Duration(h.rngExp()*float64(cfg.KillEvery))) {
+			t := time.NewTimer(time.Duration(h.rngExp() * float64(cfg.KillEvery)))
+			pick := func() int { return int(h.float() * float64(len(workers))) }
+			select {
+			case <-chaosCtx.Done():
+				t.Stop()
 				return
+			case <-t.C:
+			case id := <-h.killReq:
+				t.Stop()
+				pick = func() int { return slices.IndexFunc(workers, func(w *soakWorker) bool { return w.id == id }) }
 			}
 			mu.Lock()
-			i := int(h.float() * float64(len(workers)))
-			workers[i].Kill()
-			workers = append(workers[:i], workers[i+1:]...)
-			h.kills.Add(1)
-			_ = start()
+			if i := pick(); i >= 0 {
+				workers[i].Kill()
+				workers = append(workers[:i], workers[i+1:]...)
+				h.kills.Add(1)
+				_ = start()
+			}
 			mu.Unlock()
 		}
 	}()
+	if cfg.CronEditEvery > 0 && len(chains) > 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			h.editCron(chaosCtx, admin, chains)
+		}()
+	}
 	<-chaosCtx.Done()
 	bg.Wait()
 	h.chaos.Store(false)
-	fmt.Fprintf(log, "soak: chaos phase over after %v: %d kills, %d pauses; draining\n", time.Since(started).Round(time.Millisecond), h.kills.Load(), h.pause.Load())
-
-	// Drain: every work job finished, at most a lease and a half (plus the
-	// skew) after the last kill stranded jobs.
-	deadline := time.Now().Add(cfg.Lease + cfg.Lease/2 + 2*cfg.Skew)
-	for {
-		n, err := countQueued(ctx, admin, workType)
-		if err == nil && n == 0 {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			rep.DrainTimedOut = true
-			break
-		}
-		sleep(ctx, 200*time.Millisecond)
-	}
+	fmt.Fprintf(log, "soak: chaos phase over after %v: %d kills, %d pauses, %d exhausting pauses, %d cron edits; draining\n",
+		time.Since(started).Round(time.Millisecond), h.kills.Load(), h.pause.Load(), h.exhaustPauses.Load(), h.edits.Load())
+	rep.DrainStalled = !drain(ctx, admin)
 	// Kill, not stop: a graceful stop would release jobs and leave the
 	// registry, writes the checker does not need racing its reads.
 	for _, w := range all {
@@ -230,9 +300,10 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	rep.Verdict = Check(hist)
 	rep.Elapsed = time.Since(started).Seconds()
 	rep.Kills, rep.Pauses, rep.WorkersRun = h.kills.Load(), h.pause.Load(), len(all)
+	rep.ExhaustPauses, rep.CronEdits = h.exhaustPauses.Load(), h.edits.Load()
 	rep.Faults = h.db.Stats()
 	st := cnt.Stats()
-	rep.ClaimCommits, rep.NaturalConfl = st.Commits, st.Conflicts-rep.Faults.Conflicts
+	rep.ClaimCommits, rep.NaturalConfl = st.Commits, st.Conflicts
 	return rep, nil
 }
 
@@ -252,26 +323,35 @@ func (h *harness) produce(ctx context.Context, q *quick.Queue, p int) {
 		if !sleep(ctx, per) {
 			return
 		}
-		kind, maxAttempts := KindNormal, 0
-		switch r := rng.Float64(); {
+		kind, maxAttempts, pad := KindNormal, 0, 0
+		r := rng.Float64()
+		if p == 0 { // producer 0 starts with one job of each special kind
+			switch {
+			case n == 0 && h.cfg.ExhaustShare > 0:
+				r = h.cfg.PoisonShare + h.cfg.TransientShare
+			case n == 1 && h.cfg.LargeShare > 0:
+				r = h.cfg.PoisonShare + h.cfg.TransientShare + h.cfg.ExhaustShare
+			case n == 2 && h.cfg.PoisonShare > 0:
+				r = 0
+			}
+		}
+		switch {
 		case r < h.cfg.PoisonShare:
 			kind, maxAttempts = KindPoison, h.cfg.PoisonAttempts
 		case r < h.cfg.PoisonShare+h.cfg.TransientShare:
 			kind = KindTransient
+		case r < h.cfg.PoisonShare+h.cfg.TransientShare+h.cfg.ExhaustShare:
+			kind, maxAttempts = KindExhaust, 1
+		case r < h.cfg.PoisonShare+h.cfg.TransientShare+h.cfg.ExhaustShare+h.cfg.LargeShare:
+			kind, pad = KindLarge, 1+rng.IntN(h.cfg.LargeBytes)
 		}
-		body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n})
+		body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
 		id := q.NewID()
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: workType, Payload: body, MaxAttempts: maxAttempts})
 		cancel()
 		h.rec.job(JobRec{ID: id, Kind: kind, Producer: p, Seq: n, Uncertain: err != nil})
 	}
-}
-
-// countQueued counts a task type's scheduled, ready and leased jobs.
-func countQueued(ctx context.Context, q *quick.Queue, tt string) (int, error) {
-	ids, err := listAll(ctx, q, tt)
-	return len(ids), err
 }
 
 func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
@@ -326,15 +406,25 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	if hist.Pending, err = listAll(ctx, q, workType); err != nil {
 		return hist, err
 	}
-	if hist.CronPending, err = listAll(ctx, q, cronType); err != nil {
-		return hist, err
+	for _, tt := range cronTypes {
+		ids, err := listAll(ctx, q, tt)
+		if err != nil {
+			return hist, err
+		}
+		dead, err := listDead(ctx, q, tt)
+		if err != nil {
+			return hist, err
+		}
+		hist.CronPending = append(hist.CronPending, ids...)
+		hist.CronDead = append(hist.CronDead, dead...)
 	}
 	if hist.Dead, err = listDead(ctx, q, workType); err != nil {
 		return hist, err
 	}
-	if hist.CronDead, err = listDead(ctx, q, cronType); err != nil {
-		return hist, err
-	}
+	h.editMu.Lock()
+	hist.CronEdited, hist.CronRecreated = maps.Clone(h.edited), maps.Clone(h.recreated)
+	h.editMu.Unlock()
+	hist.TooLarge = h.tooLarge.n.Load()
 	b, e := h.hist.Range()
 	var kvs []kv.KeyValue
 	err = h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -372,13 +462,17 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
-	fmt.Fprintf(w, "pauses past the lease:   %d\n", r.Pauses)
+	fmt.Fprintf(w, "pauses past the lease:   %d (plus %d by jobs built to exhaust their one attempt)\n", r.Pauses, r.ExhaustPauses)
 	fmt.Fprintf(w, "1021 injected:           %d committed, %d not committed\n", r.Faults.UnknownCommitted, r.Faults.UnknownNotCommitted)
 	fmt.Fprintf(w, "conflicts injected:      %d (plus %d real ones, of %d write commits)\n", r.Faults.Conflicts, r.NaturalConfl, r.ClaimCommits)
 	fmt.Fprintf(w, "overlaps (at-least-once): %d\n", v.Overlaps)
-	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains\n", v.CronCompleted, v.CronChains)
-	if r.DrainTimedOut {
-		fmt.Fprintln(w, "drain:                   TIMED OUT (jobs were still queued)")
+	fmt.Fprintf(w, "jobs exhausted / large:  %d dead-lettered by a claim (%d completed by their woken holder) / %d up to %d bytes\n",
+		v.Exhausted, v.ExhaustCompleted, v.Large, r.Config.LargeBytes)
+	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains (fewest for one chain: %d), %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
+		v.CronCompleted, v.CronChains, v.CronFewest, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
+	fmt.Fprintf(w, "oversized transactions:  %d\n", v.TooLarge)
+	if r.DrainStalled {
+		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")
 	}
 	fmt.Fprintf(w, "violations: %d\n", len(v.Violations))
 	for _, s := range v.Violations {
@@ -395,4 +489,42 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// WriteTotals sums the figures of several soaks (the full mode's seeds).
+func WriteTotals(w io.Writer, reps []Report) {
+	var jobs, lost, stale, chains, doubled, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
+	var kills, pauses, unkC, unkN, confl int64
+	for _, r := range reps {
+		v := r.Verdict
+		jobs += v.Jobs
+		large += v.Large
+		exhausted += v.Exhausted
+		cronDead += v.CronDeadLettered
+		overlaps += v.Overlaps
+		edits += int(r.CronEdits)
+		tooLarge += int(v.TooLarge)
+		violations += len(v.Violations)
+		kills += r.Kills
+		pauses += r.Pauses + r.ExhaustPauses
+		unkC += r.Faults.UnknownCommitted
+		unkN += r.Faults.UnknownNotCommitted
+		confl += r.Faults.Conflicts
+		for _, s := range v.Violations {
+			switch {
+			case strings.Contains(s, "lost"):
+				lost++
+			case strings.Contains(s, "token"):
+				stale++
+			case strings.Contains(s, "is broken"):
+				chains++
+			case strings.Contains(s, "second successor"), strings.Contains(s, "completed twice"):
+				doubled++
+			}
+		}
+	}
+	fmt.Fprintf(w, "totals over %d seeds: %d jobs (%d large, %d exhausted by a claim), %d kills, %d pauses, 1021 %d+%d, %d injected conflicts, %d cron edits, %d cron occurrences dead-lettered with a successor\n",
+		len(reps), jobs, large, exhausted, kills, pauses, unkC, unkN, confl, edits, cronDead)
+	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
+		lost, stale, chains, doubled, tooLarge, overlaps, violations)
 }

@@ -11,6 +11,7 @@ import (
 // soakWorker is one worker process: a worker.Worker on its own queue handle
 // and clock, running the work and cron handlers.
 type soakWorker struct {
+	id   string
 	w    *worker.Worker
 	done chan struct{}
 }
@@ -31,13 +32,19 @@ func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) 
 		return nil, err
 	}
 	opts := worker.HandlerOptions{Concurrency: h.cfg.Concurrency, Lease: h.cfg.Lease}
-	if err := worker.RegisterRaw(w, workType, h.workHandler(id, clk), opts); err != nil {
+	if err := worker.RegisterRaw(w, workType, h.tracked(h.workHandler(id, clk)), opts); err != nil {
 		return nil, err
 	}
-	if err := cron.HandleTx(w, cronType, h.cronHandler(id, clk), opts); err != nil {
-		return nil, err
+	for _, tt := range cronTypes { // an edit moves a chain between them
+		occ, err := cron.RawHandler(q, tt, h.cronHandler(id, clk))
+		if err != nil {
+			return nil, err
+		}
+		if err := worker.RegisterRaw(w, tt, h.tracked(occ), opts); err != nil {
+			return nil, err
+		}
 	}
-	sw := &soakWorker{w: w, done: make(chan struct{})}
+	sw := &soakWorker{id: id, w: w, done: make(chan struct{})}
 	go func() {
 		defer close(sw.done)
 		_ = w.Run(ctx)
@@ -51,3 +58,21 @@ func (s *soakWorker) Kill() { s.w.Kill() }
 
 // Wait blocks until the worker's Run has returned.
 func (s *soakWorker) Wait() { <-s.done }
+
+// tracked counts a handler's run in h.handlers from its start until it has
+// returned: for a cron occurrence, until the transaction that completes it
+// and enqueues its successor has committed or failed. Kill does not wait for
+// handlers, and a completion begun before a kill still commits (the worker
+// checks the kill only before it starts one), so the history is read only
+// once every tracked run has returned.
+func (h *harness) tracked(f worker.Handler[[]byte]) worker.Handler[[]byte] {
+	return func(ctx context.Context, job *worker.RawJob) error {
+		h.handlers.Add(1)
+		h.inflight.Add(1)
+		defer func() {
+			h.inflight.Add(-1)
+			h.handlers.Done()
+		}()
+		return f(ctx, job)
+	}
+}
