@@ -146,7 +146,7 @@ func (h *Handler) actionFor(ctx context.Context, name string, f url.Values) (act
 		}
 		return actionSpec{Title: "requeue " + id.String(),
 			What: "Take the job out of the dead letters and run it now with its attempts reset (payload and checkpoint kept; its unique key is not taken back).",
-			Cost: "quick.Queue.Requeue: one transaction, 3 reads, 5 writes.",
+			Cost: "quick.Queue.Requeue: one transaction; 2 point reads (the record, the checkpoint flag), 4 writes.",
 			run: func(ctx context.Context) (string, error) {
 				return "requeued " + id.String(), h.q.Requeue(ctx, id)
 			}}, nil
@@ -157,7 +157,7 @@ func (h *Handler) actionFor(ctx context.Context, name string, f url.Values) (act
 		}
 		return actionSpec{Title: "cancel " + id.String(),
 			What: "Delete the job (scheduled, ready or leased), or purge it from the dead letters. A worker running it loses its lease. This cannot be undone.",
-			Cost: "quick.Queue.Cancel: one transaction; point reads of the job (a moved lease costs a range read per lane), 4 to 5 clears.",
+			Cost: "quick.Queue.Cancel: one transaction; point reads of the record, marker and placed key (a lease that moved costs a range read per lane), then 4 or 5 clears.",
 			run: func(ctx context.Context) (string, error) {
 				return "cancelled " + id.String(), h.q.Cancel(ctx, id)
 			}}, nil

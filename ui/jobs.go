@@ -219,7 +219,15 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	d.Payload, d.PayloadKind = showPayload(j.Payload)
 	switch j.State {
 	case quick.StateScheduled, quick.StateReady, quick.StateLeased:
-		d.Where = fmt.Sprintf("lane %d, %s priority, vesting at %s", j.Lane, j.Priority, j.RunAt.UTC().Format("2006-01-02 15:04:05.000Z"))
+		at := j.RunAt.UTC().Format("2006-01-02 15:04:05.000Z")
+		switch j.State {
+		case quick.StateLeased:
+			d.Where = fmt.Sprintf("lane %d, %s priority, leased until %s (the key vests again then, unless the holder renews the lease)", j.Lane, j.Priority, at)
+		case quick.StateReady:
+			d.Where = fmt.Sprintf("lane %d, %s priority, vested at %s: waiting for a worker", j.Lane, j.Priority, at)
+		default:
+			d.Where = fmt.Sprintf("lane %d, %s priority, vests at %s", j.Lane, j.Priority, at)
+		}
 		d.Key = fmt.Sprintf(`S(1,"s",%q,%d,%d,%d,%s)`, j.TaskType, j.Lane, int64(j.Priority), j.RunAt.UnixMilli(), j.ID)
 		d.Cancelable = true
 		d.RunNow = j.State == quick.StateScheduled && runNowAvailable
