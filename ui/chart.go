@@ -43,6 +43,7 @@ type chartLine struct {
 const (
 	chartW, chartH = 360, 90
 	padL, padB     = 4, 14
+	padT           = 13 // the y axis's label sits above the plot
 )
 
 // minChartSpan is the narrowest time axis: a console that just started
@@ -84,13 +85,13 @@ func makeChart(ss []series, from, to time.Time, unit string) chart {
 	if span <= 0 {
 		span = 1
 	}
-	plotW, plotH := float64(chartW-padL), float64(chartH-padB-2)
+	plotW, plotH := float64(chartW-padL), float64(chartH-padB-padT)
 	for _, s := range ss {
 		var sb strings.Builder
 		for _, p := range s.Points {
 			x := padL + plotW*p.At.Sub(from).Seconds()/span
 			x = math.Min(math.Max(x, padL), chartW)
-			y := 2 + plotH*(1-p.V/peak)
+			y := padT + plotH*(1-p.V/peak)
 			fmt.Fprintf(&sb, "%.1f,%.1f ", x, y)
 		}
 		last := ""

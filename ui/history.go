@@ -27,8 +27,9 @@ type procSample struct {
 	Completed, Failed, Claims int64
 }
 
-// maxTypesTracked bounds the history's memory, whatever the number of task
-// types: types beyond it are shown without a chart.
+// maxTypesTracked bounds the history's memory and each sample's reads,
+// whatever the number of task types: the pages show at most this many types
+// too.
 const maxTypesTracked = 200
 
 // history is a ring of samples per task type, one hour long.
@@ -103,7 +104,7 @@ func (h *Handler) Sample(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range types {
+	for _, t := range types[:min(len(types), maxTypesTracked)] {
 		c, err := h.typeCounts(ctx, t)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ type overviewRow struct {
 
 type overviewData struct {
 	Types      []overviewRow
+	Cut        int // task types not shown (beyond maxTypesTracked)
 	Throughput chart
 	HasWorkers bool
 	Sampled    string // the history's period and span
@@ -40,6 +41,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	from := now.Add(-time.Hour)
 	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget,
 		Sampled: "every " + h.cfg.SampleEvery.String() + ", kept 1h, in this process"}
+	types, d.Cut = capTypes(types)
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t)
 		if err != nil {
@@ -107,6 +109,7 @@ type laneStrip struct {
 
 type lanesData struct {
 	Types  []laneStrip
+	Cut    int
 	Lanes  int
 	Budget int
 }
@@ -122,6 +125,7 @@ func (h *Handler) lanesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.now()
 	d := lanesData{Lanes: h.q.Lanes(), Budget: h.cfg.Budget}
+	types, d.Cut = capTypes(types)
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t)
 		if err != nil {
@@ -173,4 +177,13 @@ func typeChoice(asked string, types []string) string {
 		return asked
 	}
 	return slices.Min(types)
+}
+
+// capTypes bounds the task types a page reads (each costs a LaneCounts), so
+// a page's cost does not grow without bound with the number of types.
+func capTypes(types []string) ([]string, int) {
+	if len(types) <= maxTypesTracked {
+		return types, 0
+	}
+	return types[:maxTypesTracked], len(types) - maxTypesTracked
 }

@@ -127,7 +127,7 @@ func (h *Handler) Close() error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Prefix != "" {
 		p := strings.TrimPrefix(r.URL.Path, h.cfg.Prefix)
-		if len(p) == len(r.URL.Path) {
+		if len(p) == len(r.URL.Path) || (p != "" && p[0] != '/') {
 			http.NotFound(w, r)
 			return
 		}

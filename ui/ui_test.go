@@ -3,6 +3,7 @@ package ui_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -313,6 +314,15 @@ func TestPrefixMount(t *testing.T) {
 	r := f.get("/queue/")
 	if r.status != 200 || !strings.Contains(r.body, `href="/queue/jobs?type=email"`) || !strings.Contains(r.body, `/queue/static/style.css`) {
 		t.Fatalf("GET /queue/ = %d; links must carry the prefix:\n%s", r.status, r.body)
+	}
+	// Called directly (mounted without a mux), paths outside the prefix are
+	// not the console's.
+	for _, p := range []string{"/queuex", "/other/"} {
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		if w.Code != http.StatusNotFound {
+			t.Errorf("GET %s outside the prefix = %d, want 404", p, w.Code)
+		}
 	}
 	if r := f.get("/queue/static/app.js"); r.status != 200 {
 		t.Errorf("asset under prefix: %d", r.status)
