@@ -25,6 +25,7 @@ type overviewData struct {
 	HasWorkers bool
 	Sampled    string // the history's period and span
 	Budget     int
+	CanPause   bool // the library offers pause and resume (plug.go)
 }
 
 // overview: per task type, its counts (typeCounts: LaneCounts + DeadCount),
@@ -39,7 +40,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.now()
 	from := now.Add(-time.Hour)
-	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget,
+	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget, CanPause: pauseAvailable,
 		Sampled: "every " + h.cfg.SampleEvery.String() + ", kept 1h, in this process"}
 	types, d.Cut = capTypes(types)
 	for _, t := range types {
