@@ -133,6 +133,7 @@ func newApp(d deps) *cli.App {
 			a.workersCommand(),
 			a.statsCommand(),
 			a.demoCommand(),
+			a.uiCommand(),
 		},
 	}
 	return ca

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a writer the test reads while the command still writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var servingRE = regexp.MustCompile(`on (http://127\.0\.0\.1:[0-9]+)/`)
+
+// startUI runs `quick ui` with args on a free port and returns its URL and
+// a func that interrupts it and returns its error.
+func startUI(t *testing.T, h *harness, args ...string) (string, func() error) {
+	t.Helper()
+	d, _, _ := h.deps("")
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	d.Stdout, d.Stderr = out, errb
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- newApp(d).RunContext(ctx, append([]string{"quick"}, append(args, "--listen", "127.0.0.1:0")...))
+	}()
+	for {
+		if m := servingRE.FindStringSubmatch(out.String()); m != nil {
+			return m[1], func() error { cancel(); return <-done }
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("quick ui exited before serving: %v\n%s%s", err, out.String(), errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	r, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return r.StatusCode, string(b)
+}
+
+// TestUIDemoServes: `quick ui --demo` serves the demo's task types, and an
+// interrupt stops it cleanly.
+func TestUIDemoServes(t *testing.T) {
+	h := newHarness(t)
+	base, stop := startUI(t, h, "ui", "--demo", "--rate", "4", "--jobs", "20")
+	for _, p := range []string{"/", "/lanes", "/jobs?type=email", "/dead", "/cron", "/workers"} {
+		if code, body := get(t, base+p); code != 200 {
+			t.Errorf("GET %s = %d: %s", p, code, body)
+		}
+	}
+	_, body := get(t, base+"/")
+	for _, typ := range demoTypes {
+		if !strings.Contains(body, `data-type="`+typ+`"`) {
+			t.Errorf("overview lacks the demo's %s jobs", typ)
+		}
+	}
+	if _, body := get(t, base+"/cron"); !strings.Contains(body, demoCronName) {
+		t.Errorf("cron page lacks the demo's schedule")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("interrupted: %v", err)
+	}
+}
+
+// TestUIReadOnly: --read-only refuses actions on the queue the connection
+// flags name.
+func TestUIReadOnly(t *testing.T) {
+	h := newHarness(t)
+	h.ok("enqueue", "-t", "email", "--payload", "hi")
+	base, stop := startUI(t, h, "ui", "--read-only")
+	defer stop()
+	if _, body := get(t, base+"/"); !strings.Contains(body, `data-type="email"`) || !strings.Contains(body, "read-only") {
+		t.Fatalf("overview of the harness queue:\n%s", body)
+	}
+	req, _ := http.NewRequest("POST", base+"/actions/cron-repair", strings.NewReader(url.Values{"confirm": {"yes"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Fatalf("read-only POST = %d, want 403", r.StatusCode)
+	}
+}
+
+func TestUIBadFlags(t *testing.T) {
+	h := newHarness(t)
+	h.fails("takes no arguments", "ui", "extra")
+	h.fails("invalid --refresh", "ui", "--refresh", "0s")
+	h.fails("invalid --wave", "ui", "--demo", "--wave", "0s")
+	h.fails("invalid --jobs", "ui", "--demo", "--jobs", "-1")
+	h.fails("invalid --rate", "ui", "--demo", "--rate", "100000")
+	h.fails("listen on nowhere:x", "ui", "--listen", "nowhere:x")
+}

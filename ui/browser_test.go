@@ -1,0 +1,406 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/ui"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// The browser tests drive a real headless Chromium (Debian's package) with
+// chromedp against the console serving a live queue on 127.0.0.1. Without
+// Chromium they skip; with QUICKFDB_REQUIRE_BROWSER=1 (set by .ci/run) the
+// skip is a failure. Screenshots go to $QUICKFDB_SCREENSHOTS, or a
+// temporary directory.
+
+// chromiumPath finds the browser or skips (fails when it is required).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	required := os.Getenv("QUICKFDB_REQUIRE_BROWSER") == "1"
+	if p := os.Getenv("QUICKFDB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if required {
+		t.Fatal("QUICKFDB_REQUIRE_BROWSER=1 but no chromium on PATH (apt-get install -y chromium, or set QUICKFDB_CHROMIUM)")
+	}
+	t.Skip("no chromium on PATH: the browser tests need Debian's chromium package (apt-get install -y chromium); set QUICKFDB_REQUIRE_BROWSER=1 to make this a failure")
+	return ""
+}
+
+// browser starts headless Chromium with a fresh profile and the flags that
+// keep it off the network, and returns a chromedp context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium (%s): %v", path, err)
+	}
+	return bctx
+}
+
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("QUICKFDB_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// liveQueue is a demo-like queue that is live yet holds still where the
+// test compares numbers: a worker runs import jobs that block (leased, with
+// their leases renewed) and a cron schedule every second; email jobs wait
+// with no worker (ready); reports are an hour out (scheduled); webhooks are
+// failed into the dead letters by the test itself.
+type liveQueue struct {
+	q       *quick.Queue
+	w       *worker.Worker
+	release chan struct{}
+	dead    []quick.ID
+}
+
+func startLiveQueue(t *testing.T) *liveQueue {
+	t.Helper()
+	ctx := context.Background()
+	db := memkv.Open(memkv.Options{})
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"browser"}), quick.Options{Clock: clock.Real(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lq := &liveQueue{q: q, release: make(chan struct{})}
+	var jobs []quick.NewJob
+	for i := range 20 {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: fmt.Appendf(nil, `{"to":"user%d@example.com"}`, i)})
+	}
+	for i := range 5 {
+		jobs = append(jobs, quick.NewJob{TaskType: "report", Delay: time.Hour, UniqueKey: fmt.Sprintf("report-%d", i)})
+	}
+	for i := range 6 {
+		jobs = append(jobs, quick.NewJob{TaskType: "webhook", Priority: quick.High, Payload: fmt.Appendf(nil, `{"hook":%d}`, i)})
+	}
+	for range 3 {
+		jobs = append(jobs, quick.NewJob{TaskType: "import", Priority: quick.Low, Payload: []byte(`{"file":"big.csv"}`)})
+	}
+	if _, err := q.Enqueue(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		res, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "test", Lease: quick.MinLease})
+		if err != nil || len(res.Jobs) != 1 {
+			t.Fatalf("claim webhook: %v %v", res, err)
+		}
+		if _, err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
+			t.Fatal(err)
+		}
+		lq.dead = append(lq.dead, res.Jobs[0].ID)
+	}
+	if err := cron.Register(ctx, q, cron.Schedule{Name: "tick", Spec: "@every 1s", TaskType: "tick", MissedRuns: cron.SkipAll}); err != nil {
+		t.Fatal(err)
+	}
+	lq.w, err = worker.New(worker.Config{Queue: q, ID: "worker-1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), HeartbeatPeriod: 500 * time.Millisecond, ShutdownTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.RegisterRaw(lq.w, "import", func(ctx context.Context, j *worker.RawJob) error {
+		select {
+		case <-lq.release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, worker.HandlerOptions{Lease: quick.MinLease, Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cron.Handle(lq.w, "tick", func(context.Context, cron.Occurrence) error { return nil }, worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); lq.w.Run(wctx) }()
+	t.Cleanup(func() {
+		close(lq.release)
+		sctx, c := context.WithTimeout(ctx, 3*time.Second)
+		lq.w.Stop(sctx)
+		c()
+		stop()
+		wg.Wait()
+		db.Close()
+	})
+	// Wait until the worker holds the three imports.
+	for {
+		ls, err := q.LaneCounts(ctx, "import", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leased := 0
+		for _, l := range ls {
+			leased += l.Leased
+		}
+		if leased == 3 {
+			break
+		}
+		select {
+		case <-lq.w.Done():
+			t.Fatal("worker stopped")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return lq
+}
+
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func shoot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s", p)
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("not a count: %q", s)
+	}
+	return n
+}
+
+// libCounts is what the library says of a task type.
+func libCounts(t *testing.T, q *quick.Queue, typ string) map[string]int {
+	t.Helper()
+	ls, err := q.LaneCounts(context.Background(), typ, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, l := range ls {
+		m["ready"] += l.Ready
+		m["leased"] += l.Leased
+		m["scheduled"] += l.Scheduled
+	}
+	d, err := q.DeadCount(context.Background(), typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["dead"] = int(d)
+	return m
+}
+
+// TestBrowserConsole loads every page in Chromium, checks what a person
+// would (the overview's counts are the library's, the live refresh shows
+// new jobs, the lanes and workers are there), requeues a dead letter
+// through the confirmation step, and saves a screenshot of each page.
+func TestBrowserConsole(t *testing.T) {
+	if testing.Short() && os.Getenv("QUICKFDB_REQUIRE_BROWSER") != "1" {
+		t.Skip("browser test skipped in -short mode")
+	}
+	ctx := browser(t)
+	lq := startLiveQueue(t)
+	h, err := ui.New(ui.Config{Queue: lq.q, Refresh: 300 * time.Millisecond, SampleEvery: 200 * time.Millisecond,
+		Workers: func() []*worker.Worker { return []*worker.Worker{lq.w} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	base := serve(t, h)
+	dir := screenshotDir(t)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second) // a safety net for a hung browser, not a measurement
+	defer cancel()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return s
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+		if err != nil {
+			t.Fatalf("count %s: %v", sel, err)
+		}
+		return n
+	}
+	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+
+	// Overview: every count shown is the library's.
+	do("overview", chromedp.Navigate(base+"/"), visible(`#types`))
+	for _, typ := range []string{"email", "report", "webhook", "import"} {
+		want := libCounts(t, lq.q, typ)
+		for _, k := range []string{"ready", "leased", "scheduled", "dead"} {
+			if got := atoi(t, text(`tr[data-type="`+typ+`"] td[data-k="`+k+`"]`)); got != want[k] {
+				t.Errorf("overview %s %s: shows %d, library says %d", typ, k, got, want[k])
+			}
+		}
+	}
+	// Live refresh: jobs enqueued now show up without a reload.
+	var more []quick.NewJob
+	for range 7 {
+		more = append(more, quick.NewJob{TaskType: "email"})
+	}
+	if _, err := lq.q.Enqueue(context.Background(), more...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('tr[data-type="email"] td[data-k="ready"]').textContent.trim() === "27"`)); err != nil {
+		t.Fatalf("live refresh: the new jobs never showed: %v", err)
+	}
+	// Let the history draw its charts, then shoot.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('svg.chart polyline').length > 0 && document.querySelectorAll('.chart-empty').length === 0`,
+		chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
+		t.Fatalf("charts: %v", err)
+	}
+	shoot(t, ctx, dir, "overview")
+
+	// Lanes: one strip per type, one cell per lane.
+	do("lanes", chromedp.Navigate(base+"/lanes"), visible(`.strip`))
+	if n := count(`.strip-box[data-type="email"] .cell`); n != lq.q.Lanes() {
+		t.Errorf("lanes: %d cells for email, the queue has %d lanes", n, lq.q.Lanes())
+	}
+	shoot(t, ctx, dir, "lanes")
+
+	// Jobs: the leased imports, then one job's detail.
+	do("jobs", chromedp.Navigate(base+"/jobs?type=import&state=leased"), visible(`#jobs`))
+	if n := count(`#jobs tbody tr`); n != 3 {
+		t.Errorf("jobs: %d leased imports shown, want 3", n)
+	}
+	shoot(t, ctx, dir, "jobs")
+	do("job detail", chromedp.Click(chromedp.CSS(`#jobs tbody tr:first-child a`)), visible(`#detail`))
+	if st := strings.TrimSpace(text(`#detail td[data-k="state"]`)); st != "leased" {
+		t.Errorf("job detail: state %q, want leased", st)
+	}
+	shoot(t, ctx, dir, "job")
+
+	// Dead letters: requeue the oldest through the confirmation page.
+	do("dead", chromedp.Navigate(base+"/dead?type=webhook"), visible(`#dead`))
+	if n := atoi(t, text(`#dead-count`)); n != 6 {
+		t.Fatalf("dead letters: page shows %d, want 6", n)
+	}
+	shoot(t, ctx, dir, "dead")
+	target := lq.dead[0]
+	do("requeue", chromedp.Click(chromedp.CSS(`#dead tr[data-id="`+target.String()+`"] form[action$="/actions/requeue"] button`)), visible(`#confirm-yes`))
+	shoot(t, ctx, dir, "confirm")
+	if j, _ := lq.q.Get(context.Background(), target); j.State != quick.StateDead {
+		t.Fatalf("the confirmation page already changed the job: %v", j.State)
+	}
+	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`))
+	if n := atoi(t, text(`#dead-count`)); n != 5 {
+		t.Errorf("after requeue: page shows %d dead letters, want 5", n)
+	}
+	if j, err := lq.q.Get(context.Background(), target); err != nil || j.State != quick.StateReady {
+		t.Errorf("after requeue: job %s is %v (%v), want ready", target, j.State, err)
+	}
+
+	// Cron: the chain is healthy.
+	do("cron", chromedp.Navigate(base+"/cron"), visible(`#schedules`))
+	if chain := text(`#schedules tr[data-name="tick"] td:last-child`); !strings.Contains(chain, "healthy") {
+		t.Errorf("cron: chain %q, want healthy", chain)
+	}
+	shoot(t, ctx, dir, "cron")
+
+	// Workers: worker-1 beats for its two types and runs the imports.
+	do("workers", chromedp.Navigate(base+"/workers"), visible(`#workers-table`))
+	rows, running := count(`#workers-table tr[data-worker="worker-1"]`), count(`#workers-table tr[data-worker="worker-1"] td:last-child a`)
+	if rows != 2 || running != 3 {
+		t.Errorf("workers: %d rows for worker-1 (want 2: import, tick), %d running jobs linked (want 3)", rows, running)
+	}
+	shoot(t, ctx, dir, "workers")
+}
+
+// TestBrowserReadOnly: a read-only console offers no action a person could
+// press.
+func TestBrowserReadOnly(t *testing.T) {
+	if testing.Short() && os.Getenv("QUICKFDB_REQUIRE_BROWSER") != "1" {
+		t.Skip("browser test skipped in -short mode")
+	}
+	ctx := browser(t)
+	lq := startLiveQueue(t)
+	h, err := ui.New(ui.Config{Queue: lq.q, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	base := serve(t, h)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, p := range []string{"/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
+			t.Fatal(err)
+		}
+		forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[method="post"]').length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forms != 0 {
+			t.Errorf("read-only %s: %d action forms", p, forms)
+		}
+	}
+}

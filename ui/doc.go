@@ -1,0 +1,18 @@
+// Package ui is quickfdb's operator console: an http.Handler with pages for
+// the queue's task types, lanes, jobs, dead letters, cron schedules and
+// workers, and confirmed actions (requeue, cancel, purge, cron repair).
+//
+// Mount it in a service of your own, as River UI is mounted:
+//
+//	h, err := ui.New(ui.Config{Queue: q, Prefix: "/queue"})
+//	...
+//	defer h.Close()
+//	mux.Handle("/queue/", h)
+//
+// or run it with `quick ui --listen 127.0.0.1:8080`. It is built on the
+// standard library alone (net/http, html/template, embedded assets; plain
+// JavaScript refreshes the live parts of a page). Every number it shows and
+// every action it takes is a call of the quick, cron or lanes packages, with
+// the cost those document; nothing reads or writes keys behind the
+// library's back. See docs/ui.md.
+package ui

@@ -1,0 +1,158 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/ui"
+)
+
+var epoch = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// fixture is a queue on memkv with a fake clock, holding jobs in every
+// state, and the console over it.
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	q    *quick.Queue
+	clk  *clock.Fake
+	h    *ui.Handler
+	srv  *httptest.Server
+	dead []quick.ID // dead letters, oldest first
+}
+
+func newFixture(t *testing.T, cfg ui.Config) *fixture {
+	t.Helper()
+	db := memkv.Open(memkv.Options{})
+	t.Cleanup(func() { db.Close() })
+	clk := clock.NewFake(epoch)
+	ctx := context.Background()
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"t"}), quick.Options{Clock: clk, Lanes: 8, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, q: q, clk: clk}
+	cfg.Queue = q
+	cfg.NoSampler = true
+	if f.h, err = ui.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.h.Close() })
+	var handler http.Handler = f.h
+	if cfg.Prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.Prefix+"/", f.h)
+		handler = mux
+	}
+	f.srv = httptest.NewServer(handler)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// seed enqueues ready, scheduled, leased and dead jobs of two types.
+func (f *fixture) seed() {
+	f.t.Helper()
+	var jobs []quick.NewJob
+	for i := range 12 {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
+	}
+	for i := range 5 {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Duration(i+1) * time.Minute, UniqueKey: fmt.Sprintf("later-%d", i)})
+	}
+	for i := range 6 {
+		jobs = append(jobs, quick.NewJob{TaskType: "webhook", Payload: []byte{0xff, byte(i)}})
+	}
+	if _, err := f.q.Enqueue(f.ctx, jobs...); err != nil {
+		f.t.Fatal(err)
+	}
+	// 3 email jobs leased; 4 webhooks dead (2 with "410", 2 with "timeout").
+	if _, err := f.q.Claim(f.ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: time.Minute}); err != nil {
+		f.t.Fatal(err)
+	}
+	for i := range 4 {
+		res, err := f.q.Claim(f.ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "worker-b", Max: 1, Lease: time.Minute})
+		if err != nil || len(res.Jobs) != 1 {
+			f.t.Fatalf("claim webhook: %v %v", res, err)
+		}
+		msg := "remote answered 410 Gone"
+		if i%2 == 1 {
+			msg = "timeout after 30s"
+		}
+		if dead, err := f.q.Fail(f.ctx, res.Jobs[0], msg); err != nil || !dead {
+			f.t.Fatalf("fail: %v %v", dead, err)
+		}
+		f.dead = append(f.dead, res.Jobs[0].ID)
+		f.clk.Advance(time.Second)
+	}
+}
+
+type resp struct {
+	status int
+	body   string
+	loc    string
+}
+
+func (f *fixture) do(req *http.Request) resp {
+	f.t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r, err := c.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return resp{r.StatusCode, string(b), r.Header.Get("Location")}
+}
+
+func (f *fixture) get(path string) resp {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
+	return f.do(req)
+}
+
+// post posts a form as a same-origin browser would.
+func (f *fixture) post(path string, form url.Values) resp {
+	f.t.Helper()
+	req, _ := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", f.srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return f.do(req)
+}
+
+// cell reads the count a page shows in <tr data-type="T"> … <td data-k="K">.
+func cell(t *testing.T, body, taskType, k string) int {
+	t.Helper()
+	row := regexp.MustCompile(`(?s)<tr data-type="` + regexp.QuoteMeta(taskType) + `">(.*?)</tr>`).FindStringSubmatch(body)
+	if row == nil {
+		t.Fatalf("no row for %s", taskType)
+	}
+	m := regexp.MustCompile(`(?s)data-k="` + k + `">(?:<a [^>]*>)?([0-9]+)`).FindStringSubmatch(row[1])
+	if m == nil {
+		t.Fatalf("no %s cell in the %s row: %s", k, taskType, row[1])
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func (f *fixture) state(id quick.ID) quick.State {
+	f.t.Helper()
+	j, err := f.q.Get(f.ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return j.State
+}

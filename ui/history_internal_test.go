@@ -1,0 +1,62 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHistoryBounded: the ring keeps one span of samples per type and at
+// most maxTypesTracked types, whatever is added.
+func TestHistoryBounded(t *testing.T) {
+	hs := newHistory(time.Hour, time.Minute)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 500 {
+		hs.addDepth("a", depthSample{At: t0.Add(time.Duration(i) * time.Minute), Ready: i})
+		hs.addProc(procSample{At: t0.Add(time.Duration(i) * time.Minute), Completed: int64(i)})
+	}
+	got := hs.depthOf("a")
+	if len(got) != 61 || got[len(got)-1].Ready != 499 || got[0].Ready != 439 {
+		t.Fatalf("ring: %d samples, first %d, last %d; want the last 61", len(got), got[0].Ready, got[len(got)-1].Ready)
+	}
+	if len(hs.procs()) != 61 {
+		t.Fatalf("process ring: %d samples, want 61", len(hs.procs()))
+	}
+	for i := range maxTypesTracked + 50 {
+		hs.addDepth(fmt.Sprint("t", i), depthSample{At: t0})
+	}
+	if len(hs.depth) != maxTypesTracked {
+		t.Fatalf("%d types tracked, want at most %d", len(hs.depth), maxTypesTracked)
+	}
+}
+
+// TestProcRates: cumulative counters become per-minute rates; a counter
+// that went back (a worker replaced) counts as zero, not negative.
+func TestProcRates(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	ps := []procSample{
+		{At: t0, Completed: 0, Failed: 0},
+		{At: t0.Add(30 * time.Second), Completed: 50, Failed: 5},
+		{At: t0.Add(60 * time.Second), Completed: 10, Failed: 5},
+	}
+	c, f := procRates(ps)
+	if len(c) != 2 || c[0].V != 100 || f[0].V != 10 || c[1].V != 0 || f[1].V != 0 {
+		t.Fatalf("rates: completed %v failed %v", c, f)
+	}
+}
+
+func TestMakeChart(t *testing.T) {
+	now := time.Date(2030, 1, 1, 1, 0, 0, 0, time.UTC)
+	if c := makeChart(nil, now.Add(-time.Hour), now, ""); !c.Empty {
+		t.Fatal("no points: want an empty chart")
+	}
+	c := makeChart([]series{{Name: "x", Points: []point{{now.Add(-10 * time.Second), 0}, {now, 4}}}}, now.Add(-time.Hour), now, "")
+	if c.Empty || c.Max != "4" || c.From != "-1m00s" || c.Lines[0].Last != "4" {
+		t.Fatalf("chart %+v", c)
+	}
+	// The newest point sits at the right edge, at the top.
+	if pts := c.Lines[0].Points; !strings.HasSuffix(pts, "360.0,13.0") {
+		t.Fatalf("points %q", pts)
+	}
+}

@@ -1,0 +1,265 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// maxPage bounds a listing page.
+const maxPage = 500
+
+type jobsFilter struct {
+	Type   string
+	State  string
+	Unique string
+	ID     string
+	Limit  int
+	After  string
+}
+
+func (f jobsFilter) query(after string) string {
+	v := url.Values{}
+	v.Set("type", f.Type)
+	if f.State != "" {
+		v.Set("state", f.State)
+	}
+	if f.Unique != "" {
+		v.Set("unique", f.Unique)
+	}
+	v.Set("limit", strconv.Itoa(f.Limit))
+	if after != "" {
+		v.Set("after", after)
+	}
+	return v.Encode()
+}
+
+type jobsData struct {
+	Filter  jobsFilter
+	Types   []string
+	States  []string
+	Jobs    []quick.JobInfo
+	NextURL string
+	Note    string
+	Total   typeCounts
+	Dead    bool
+}
+
+// parseLimit reads a page size: 1 to maxPage, default def.
+func parseLimit(s string, def int) (int, error) {
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxPage {
+		return 0, fmt.Errorf("invalid limit %q: want 1 to %d", s, maxPage)
+	}
+	return n, nil
+}
+
+// parseAfter reads a paging token (the hex of the library's Next key).
+func parseAfter(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) > 10_000 {
+		return nil, fmt.Errorf("invalid paging token %q", trunc(s, 40))
+	}
+	return b, nil
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// jobsPage lists jobs with quick.Queue.List (scheduled, ready, leased; a
+// bounded page of range reads) or ListDead, finds one by ID (redirect to
+// its page) or by unique key (quick.Queue.UniqueHolder: two point reads).
+func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	qv := r.URL.Query()
+	f := jobsFilter{Type: qv.Get("type"), State: qv.Get("state"), Unique: qv.Get("unique"), ID: strings.TrimSpace(qv.Get("id")), After: qv.Get("after")}
+	if f.ID != "" {
+		id, err := quick.ParseID(f.ID)
+		if err != nil {
+			h.fail(w, r, http.StatusBadRequest, err)
+			return
+		}
+		http.Redirect(w, r, h.cfg.Prefix+"/jobs/"+id.String(), http.StatusSeeOther)
+		return
+	}
+	var err error
+	if f.Limit, err = parseLimit(qv.Get("limit"), 50); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	after, err := parseAfter(f.After)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	var st quick.State
+	if f.State != "" {
+		if st, err = quick.ParseState(f.State); err != nil {
+			h.fail(w, r, http.StatusBadRequest, err)
+			return
+		}
+		if st == quick.StateFinished {
+			h.fail(w, r, http.StatusBadRequest, errors.New("finished jobs are gone from the queue: look one up by ID"))
+			return
+		}
+	}
+	types, err := h.q.TaskTypes(ctx)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	f.Type = typeChoice(f.Type, types)
+	d := jobsData{Filter: f, Types: types, States: []string{"scheduled", "ready", "leased", "dead"}, Dead: st == quick.StateDead}
+	if f.Type == "" {
+		d.Note = "no task types yet: nothing was ever enqueued in this queue"
+		h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)
+		return
+	}
+	if d.Total, err = h.typeCounts(ctx, f.Type); err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	switch {
+	case f.Unique != "" && st != quick.StateDead:
+		id, err := h.q.UniqueHolder(ctx, f.Type, f.Unique)
+		if quick.IsNotFound(err) {
+			d.Note = fmt.Sprintf("no pending or running %s job holds unique key %q (a dead letter gives its key up: filter by state dead to search the dead letters)", f.Type, f.Unique)
+			break
+		}
+		if err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		j, err := h.q.Get(ctx, id)
+		if err != nil && !quick.IsNotFound(err) {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		if err == nil && (st == 0 || j.State == st) {
+			d.Jobs = append(d.Jobs, j)
+		}
+	case st == quick.StateDead:
+		page, err := h.q.ListDead(ctx, f.Type, f.Limit, after)
+		if err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		for _, j := range page.Jobs {
+			if f.Unique == "" || j.UniqueKey == f.Unique {
+				d.Jobs = append(d.Jobs, j)
+			}
+		}
+		if f.Unique != "" {
+			d.Note = fmt.Sprintf("dead letters keep no index by unique key: this page of %d dead letters was searched", len(page.Jobs))
+		}
+		if page.Next != nil {
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(hex.EncodeToString(page.Next))
+		}
+	default:
+		page, err := h.q.List(ctx, quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after})
+		if err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		d.Jobs = page.Jobs
+		if page.Next != nil {
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(hex.EncodeToString(page.Next))
+		}
+	}
+	h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)
+}
+
+type jobData struct {
+	Job         quick.JobInfo
+	Payload     string
+	PayloadKind string // "json", "text" or "hex"
+	Where       string
+	Key         string
+	Cancelable  bool
+	Requeueable bool
+	RunNow      bool
+	CronName    string
+}
+
+// maxShownPayload bounds the payload bytes a job page shows.
+const maxShownPayload = 16 << 10
+
+// jobPage shows one job: quick.Queue.Get (point reads; a leased job that
+// moved costs a range read per lane over the lease window).
+func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
+	id, err := quick.ParseID(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	j, err := h.q.Get(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	d := jobData{Job: j}
+	d.Payload, d.PayloadKind = showPayload(j.Payload)
+	switch j.State {
+	case quick.StateScheduled, quick.StateReady, quick.StateLeased:
+		at := j.RunAt.UTC().Format("2006-01-02 15:04:05.000Z")
+		switch j.State {
+		case quick.StateLeased:
+			d.Where = fmt.Sprintf("lane %d, %s priority, leased until %s (the key vests again then, unless the holder renews the lease)", j.Lane, j.Priority, at)
+		case quick.StateReady:
+			d.Where = fmt.Sprintf("lane %d, %s priority, vested at %s: waiting for a worker", j.Lane, j.Priority, at)
+		default:
+			d.Where = fmt.Sprintf("lane %d, %s priority, vests at %s", j.Lane, j.Priority, at)
+		}
+		d.Key = fmt.Sprintf(`S(1,"s",%q,%d,%d,%d,%s)`, j.TaskType, j.Lane, int64(j.Priority), j.RunAt.UnixMilli(), j.ID)
+		d.Cancelable = true
+		d.RunNow = j.State == quick.StateScheduled && runNowAvailable
+	case quick.StateDead:
+		d.Where = "in the dead letters since " + j.DeadAt.UTC().Format("2006-01-02 15:04:05.000Z")
+		d.Key = fmt.Sprintf(`S(1,"d",%q,%d,%s)`, j.TaskType, j.DeadAt.UnixMilli(), j.ID)
+		d.Cancelable, d.Requeueable = true, true
+	case quick.StateFinished:
+		d.Where = "gone from the queue: completed or cancelled; its enqueue marker is kept for the idempotency window"
+	}
+	if name, ok := strings.CutPrefix(j.UniqueKey, "cron:"); ok {
+		d.CronName = name
+	}
+	h.render(w, r, http.StatusOK, "job", "Job "+j.ID.String(), true, d)
+}
+
+// showPayload renders a payload as indented JSON, text or a hex dump, at
+// most maxShownPayload bytes of it.
+func showPayload(b []byte) (string, string) {
+	cut := ""
+	if len(b) > maxShownPayload {
+		cut = fmt.Sprintf("\n… (%d more bytes)", len(b)-maxShownPayload)
+		b = b[:maxShownPayload]
+	}
+	if cut == "" && json.Valid(b) && len(b) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, b, "", "  ") == nil {
+			return buf.String(), "json"
+		}
+	}
+	if isText(b) {
+		return string(b) + cut, "text"
+	}
+	return hex.Dump(b) + cut, "hex"
+}
