@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"testing"
@@ -60,5 +61,28 @@ func TestPercentileAndSummary(t *testing.T) {
 	}
 	if got := summarize([]float64{5}).format("%.0f"); got != "5" {
 		t.Fatalf("format of one value = %q", got)
+	}
+}
+
+func TestReportJSONWithMissingFigures(t *testing.T) {
+	nan := math.NaN()
+	r := result{EnqueueRate: 10, DrainRate: nan, IdleP50: nan, IdleP99: nan, SteadyRate: nan, SteadyP99: nan,
+		Errors: []string{"drain: boom"}}
+	b, err := json.Marshal(report{Rows: []row{{System: "x", DrainRate: summarize([]float64{nan}), Runs: []result{r}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Rows []struct {
+			DrainRate struct{ Median *float64 } `json:"drain_jobs_per_s"`
+			Runs      []map[string]any          `json:"runs"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	run := back.Rows[0].Runs[0]
+	if back.Rows[0].DrainRate.Median != nil || run["drain_jobs_per_s"] != nil || run["enqueue_jobs_per_s"] != 10.0 {
+		t.Fatalf("NaN not written as null, or a figure lost: %s", b)
 	}
 }
