@@ -57,7 +57,18 @@ func buildReport(sys []system, results [][]result, env environment) report {
 	env.GoVersion = runtime.Version()
 	env.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	env.NumCPU = runtime.NumCPU()
-	rep := report{Environment: env, Notes: notes(env)}
+	ran := map[string]bool{}
+	for _, s := range sys {
+		switch s.(type) {
+		case *quickSystem:
+			ran["quickfdb"] = true
+		case *riverSystem:
+			ran["river"] = true
+		case *asynqSystem:
+			ran["asynq"] = true
+		}
+	}
+	rep := report{Environment: env, Notes: notes(env, ran)}
 	for i, s := range sys {
 		rs := results[i]
 		col := func(f func(r result) float64) summary {
@@ -151,14 +162,19 @@ func (r report) writeMarkdown(w io.Writer) {
 }
 
 // notes state the settings that decide the comparison, as measured.
-func notes(env environment) []string {
-	n := []string{
-		"quickfdb on memkv keeps everything in this process's memory: nothing is written to disk and no network is crossed, so its CPU is all client CPU. " +
-			"\"with FDB latencies\" injects memkv.FDBLatency() (read version 0.3–1 ms, read 0.1–1 ms, commit 1.5–2.5 ms) as sleeps: it shows round-trip-bound rates, not FDB's CPU.",
-		"River's default FetchCooldown (100 ms) caps a client near MaxWorkers jobs per 100 ms, about 1,000 jobs/s with 100 slots; River's own benchmark (cmd/river/riverbench) uses FetchCooldown 2 ms and FetchPollInterval 20 ms, so both rows are shown.",
-		"Asynq has no bulk enqueue: a batch is its jobs enqueued by concurrent Enqueue calls. Asynq's server runs with its defaults (TaskCheckInterval 1 s when queues are empty), which is what sets its idle latency.",
-		"Drain figures include worker start-up (River's leader election and first fetch, quickfdb's lane registration, Asynq's server start) and end when the graceful stop has flushed completions; idle and steady runs start after a warm-up job.",
+func notes(env environment, ran map[string]bool) []string {
+	var n []string
+	if ran["quickfdb"] {
+		n = append(n, "quickfdb on memkv keeps everything in this process's memory: nothing is written to disk and no network is crossed, so its CPU is all client CPU. "+
+			"\"with FDB latencies\" injects memkv.FDBLatency() (read version 0.3–1 ms, read 0.1–1 ms, commit 1.5–2.5 ms) as sleeps: it shows round-trip-bound rates, not FDB's CPU.")
 	}
+	if ran["river"] {
+		n = append(n, "River's default FetchCooldown (100 ms) caps a client near MaxWorkers jobs per 100 ms, about 1,000 jobs/s with 100 slots; River's own benchmark (cmd/river/riverbench) uses FetchCooldown 2 ms and FetchPollInterval 20 ms, so both rows are shown.")
+	}
+	if ran["asynq"] {
+		n = append(n, "Asynq has no bulk enqueue: a batch is its jobs enqueued by concurrent Enqueue calls. Asynq's server runs with its defaults (TaskCheckInterval 1 s when queues are empty), which is what sets its idle latency.")
+	}
+	n = append(n, "Drain figures include worker start-up (River's leader election and first fetch, quickfdb's lane registration, Asynq's server start) and end when the graceful stop has flushed completions; idle and steady runs start after a warm-up job.")
 	if env.Postgres != nil {
 		n = append(n, "Postgres (durable: every commit waits for its WAL flush when fsync and synchronous_commit are on): "+kvString(env.Postgres)+".")
 	}

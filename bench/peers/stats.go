@@ -53,10 +53,11 @@ func (s summary) format(verb string) string {
 	if math.IsNaN(s.Median) {
 		return "–"
 	}
-	if len(s.Values) <= 1 || s.Min == s.Max {
-		return fmt.Sprintf(verb, s.Median)
+	med, lo, hi := fmt.Sprintf(verb, s.Median), fmt.Sprintf(verb, s.Min), fmt.Sprintf(verb, s.Max)
+	if lo == hi { // one value, or a range too narrow to print
+		return med
 	}
-	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.Median, s.Min, s.Max)
+	return med + " (" + lo + "–" + hi + ")"
 }
 
 // scaled multiplies every figure by k (a share to a percentage).

@@ -14,16 +14,16 @@ import (
 
 // config sizes the workloads.
 type config struct {
-	Jobs          int           `json:"jobs"`           // enqueued, then drained
-	Batch         int           `json:"batch"`          // jobs per bulk enqueue
-	Slots         int           `json:"slots"`          // handler slots
-	IdleSamples   int           `json:"idle_samples"`   // enqueue-to-start samples at idle
-	IdleInterval  time.Duration `json:"idle_interval"`  // mean gap between idle samples
-	Rate          float64       `json:"rate"`           // steady arrivals, jobs/s
-	SteadyFor     time.Duration `json:"steady_for"`     // steady run length
-	Producers     int           `json:"producers"`      // goroutines enqueueing in steady mode
-	PhaseTimeout  time.Duration `json:"phase_timeout"`  // bound on each phase
-	SettleTimeout time.Duration `json:"settle_timeout"` // wait for late starts after the steady run
+	Jobs          int           `json:"jobs"`              // enqueued, then drained
+	Batch         int           `json:"batch"`             // jobs per bulk enqueue
+	Slots         int           `json:"slots"`             // handler slots
+	IdleSamples   int           `json:"idle_samples"`      // enqueue-to-start samples at idle
+	IdleInterval  time.Duration `json:"idle_interval_ns"`  // mean gap between idle samples
+	Rate          float64       `json:"rate"`              // steady arrivals, jobs/s
+	SteadyFor     time.Duration `json:"steady_for_ns"`     // steady run length
+	Producers     int           `json:"producers"`         // goroutines enqueueing in steady mode
+	PhaseTimeout  time.Duration `json:"phase_timeout_ns"`  // bound on each phase
+	SettleTimeout time.Duration `json:"settle_timeout_ns"` // wait for late starts after the steady run
 }
 
 // result is one repetition of every workload on one system. CPU figures
