@@ -54,6 +54,7 @@ done
 tmp="$(mktemp -d /tmp/quickfdb-peers.XXXXXX)"
 pg_started=""
 redis_pid=""
+bench_pid=""
 
 # Postgres refuses to run as root: as root, run it as the postgres user.
 as_pg() {
@@ -66,6 +67,11 @@ as_pg() {
 
 cleanup() {
 	local rc=$?
+	if [[ -n "$bench_pid" ]]; then
+		# timeout passes the TERM on; the benchmark prints what it has.
+		kill -TERM "$bench_pid" 2>/dev/null || true
+		wait "$bench_pid" 2>/dev/null || true
+	fi
 	if [[ -n "$redis_pid" ]]; then
 		kill "$redis_pid" 2>/dev/null || true
 		wait "$redis_pid" 2>/dev/null || true
@@ -77,7 +83,8 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Postgres: a fresh cluster with the defaults that matter here (fsync on,
 # synchronous_commit on), trust auth, loopback only, its socket in $tmp.
@@ -117,8 +124,15 @@ log "building the benchmark"
 (cd "$here" && timeout 10m go build "${tags[@]}" -o "$tmp/peers" .)
 
 log "running (bounded by $run_timeout)"
+# In the background so that a signal to this script runs its traps at once
+# (bash defers traps while a foreground command runs).
 timeout --signal=TERM --kill-after=30s "$run_timeout" "$tmp/peers" \
 	-pg-dsn "postgres://postgres@127.0.0.1:$pg_port/peers?sslmode=disable" \
 	-redis-addr "127.0.0.1:$redis_port" \
-	-json "$json_out" "${fdb_args[@]}" "$@"
+	-json "$json_out" "${fdb_args[@]}" "$@" &
+bench_pid=$!
+rc=0
+wait "$bench_pid" || rc=$?
+bench_pid=""
 log "JSON report: $json_out"
+exit "$rc"

@@ -305,6 +305,9 @@ func steady(ctx context.Context, sys system, cfg config, res *result) error {
 	}
 	t0 := time.Now()
 	for i := range total {
+		if ctx.Err() != nil {
+			break
+		}
 		due := t0.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
