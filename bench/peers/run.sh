@@ -13,7 +13,7 @@
 #   PEERS_PG_PORT      Postgres port (default 55432)
 #   PEERS_REDIS_PORT   Redis port (default 56379)
 #   PEERS_TIMEOUT      bound on the benchmark run (default 45m)
-#   PEERS_JSON         where the JSON report goes (default ./peers.json)
+#   PEERS_JSON         where the JSON report goes (default bench/peers/peers.json)
 #   FDB_CLUSTER_FILE   if set, also run quickfdb on that FoundationDB cluster
 #                      (builds with -tags fdb; needs libfdb_c)
 set -euo pipefail
@@ -22,7 +22,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pg_port="${PEERS_PG_PORT:-55432}"
 redis_port="${PEERS_REDIS_PORT:-56379}"
 run_timeout="${PEERS_TIMEOUT:-45m}"
-json_out="${PEERS_JSON:-$PWD/peers.json}"
+json_out="${PEERS_JSON:-$here/peers.json}"
 
 log() { echo "run.sh: $*" >&2; }
 
