@@ -56,6 +56,7 @@ func per1k(c cpuTimes, jobs int) float64 {
 type recorder struct {
 	mu        sync.Mutex
 	lat       []time.Duration
+	starts    []int64 // Unix nanoseconds, with lat
 	started   atomic.Int64
 	lastStart atomic.Int64
 	want      atomic.Int64
@@ -83,12 +84,26 @@ func (r *recorder) onStart(stamp int64) {
 	if r.keepLat {
 		r.mu.Lock()
 		r.lat = append(r.lat, time.Duration(now-stamp))
+		r.starts = append(r.starts, now)
 		r.mu.Unlock()
 	}
 	r.lastStart.Store(now)
 	if r.started.Add(1) >= r.want.Load() {
 		r.doneOnce.Do(func() { close(r.done) })
 	}
+}
+
+// startsBetween counts the starts in [from, to).
+func (r *recorder) startsBetween(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range r.starts {
+		if t >= from.UnixNano() && t < to.UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *recorder) latencies() []time.Duration {
@@ -264,10 +279,12 @@ func idle(ctx context.Context, sys system, cfg config, rng *rand.Rand, res *resu
 // steady: cfg.Rate jobs/s for cfg.SteadyFor, each a single enqueue made by
 // one of cfg.Producers goroutines as its arrival time comes (an arrival a
 // busy producer pool cannot take yet waits, and its latency counts from
-// when its enqueue call starts). The achieved rate is jobs started over
-// the time from the first arrival to the last start; CPU runs from the
+// when its enqueue call starts). The achieved rate is the rate of starts
+// in the arrival window once the first second (a fifth of a shorter run)
+// is past: a system that keeps up shows the arrival rate whatever its
+// latency, one that falls behind shows what it sustains. CPU runs from the
 // first arrival until every enqueued job has started (or the settle
-// timeout), the worker already warm.
+// timeout), the worker already warm, and is divided by the jobs started.
 func steady(ctx context.Context, sys system, cfg config, res *result) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
@@ -323,7 +340,8 @@ func steady(ctx context.Context, sys system, cfg config, res *result) error {
 	started := int(rec.started.Load())
 	res.SteadyEnq, res.SteadyStarted = int(enqueued.Load()), started
 	if started > 0 {
-		res.SteadyRate = float64(started) / time.Duration(rec.lastStart.Load()-t0.UnixNano()).Seconds()
+		skip := min(time.Second, cfg.SteadyFor/5)
+		res.SteadyRate = float64(rec.startsBetween(t0.Add(skip), t0.Add(cfg.SteadyFor))) / (cfg.SteadyFor - skip).Seconds()
 	}
 	res.SteadyP99 = percentile(rec.latencies(), 99)
 	if err == nil {
