@@ -100,8 +100,9 @@ func newApp(d deps) *cli.App {
 		Reader:          d.Stdin,
 		Writer:          d.Stdout,
 		ErrWriter:       d.Stderr,
-		HideVersion:     true,
+		Version:         version(),
 		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
 		Suggest:         true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits
 		Flags: []cli.Flag{
@@ -135,6 +136,7 @@ func newApp(d deps) *cli.App {
 			a.demoCommand(),
 		},
 	}
+	requireFlags(ca.Commands)
 	return ca
 }
 

@@ -35,7 +35,7 @@ func (a *app) deadCommand() *cli.Command {
 				Flags:     []cli.Flag{outputFlag(false)},
 				Action: func(c *cli.Context) error {
 					if c.NArg() == 0 {
-						return errors.New("dead requeue needs at least one job ID argument")
+						return newUsageError(c, errors.New("quick dead requeue needs at least one job ID argument"))
 					}
 					var ids []quick.ID
 					for _, s := range c.Args().Slice() {
@@ -86,6 +86,9 @@ func (a *app) deadList(c *cli.Context) error {
 		return err
 	}
 	t := c.String("type")
+	if err := checkTypes(c.Context, q, t); err != nil {
+		return err
+	}
 	page, err := q.ListDead(c.Context, t, limit, after)
 	if err != nil {
 		return err
@@ -170,6 +173,9 @@ func (a *app) deadPurge(c *cli.Context) error {
 	}
 	q, err := a.queue(c)
 	if err != nil {
+		return err
+	}
+	if err := checkTypes(c.Context, q, t); err != nil {
 		return err
 	}
 	total, err := q.DeadCount(c.Context, t)

@@ -160,9 +160,26 @@ type demoSummary struct {
 	Workers       []workerStat `json:"workers"`
 }
 
+// workerStat is one worker's counters in the summary, with snake_case
+// names like the rest of the CLI's JSON (worker.Stats has no JSON tags).
 type workerStat struct {
-	ID string `json:"id"`
-	worker.Stats
+	ID            string `json:"id"`
+	Claimed       int64  `json:"claimed"`
+	Completed     int64  `json:"completed"`
+	Failed        int64  `json:"failed"`
+	DeadLettered  int64  `json:"dead_lettered"`
+	LeaseLost     int64  `json:"lease_lost"`
+	Conflicts     int64  `json:"conflicts"`
+	LeaseRenewals int64  `json:"lease_renewals"`
+	ClaimBatches  int64  `json:"claim_batches"`
+	EmptyClaims   int64  `json:"empty_claims"`
+	AckBatches    int64  `json:"ack_batches"`
+}
+
+func toWorkerStat(id string, s worker.Stats) workerStat {
+	return workerStat{ID: id, Claimed: s.Claimed, Completed: s.Completed, Failed: s.Failed, DeadLettered: s.DeadLettered,
+		LeaseLost: s.LeaseLost, Conflicts: s.Conflicts, LeaseRenewals: s.Extensions, ClaimBatches: s.ClaimBatches,
+		EmptyClaims: s.EmptyClaims, AckBatches: s.AckBatches}
 }
 
 func (a *app) demo(c *cli.Context) error {
@@ -380,7 +397,7 @@ func (a *app) demo(c *cli.Context) error {
 	finished := sum.Completed + sum.DeadLetters + sum.CronRuns
 	sum.PerJob = sum.Stats.Per(finished)
 	for i, w := range ws {
-		sum.Workers = append(sum.Workers, workerStat{ID: ids[i], Stats: w.Stats()})
+		sum.Workers = append(sum.Workers, toWorkerStat(ids[i], w.Stats()))
 	}
 	if f == formatJSON {
 		return writeJSON(out, sum)
@@ -569,6 +586,6 @@ func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
 	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
 	for _, ws := range s.Workers {
 		fmt.Fprintf(w, "  %s: claimed %d, completed %d, failed %d, dead-lettered %d, lease renewals %d\n",
-			ws.ID, ws.Claimed, ws.Completed, ws.Failed, ws.DeadLettered, ws.Extensions)
+			ws.ID, ws.Claimed, ws.Completed, ws.Failed, ws.DeadLettered, ws.LeaseRenewals)
 	}
 }

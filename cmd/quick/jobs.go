@@ -67,7 +67,7 @@ func typeFlag() *cli.StringFlag {
 // jobArg parses the single job ID argument.
 func jobArg(c *cli.Context) (quick.ID, error) {
 	if c.NArg() != 1 {
-		return quick.ID{}, fmt.Errorf("%s needs one job ID argument, got %d", c.Command.FullName(), c.NArg())
+		return quick.ID{}, newUsageError(c, fmt.Errorf("%s needs one job ID argument, got %d", commandPath(c), c.NArg()))
 	}
 	id, err := quick.ParseID(c.Args().First())
 	if err != nil {
@@ -84,6 +84,9 @@ func (a *app) jobsList(c *cli.Context) error {
 	opts := quick.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
 	if opts.Limit <= 0 {
 		return fmt.Errorf("invalid --limit %d: want a positive number", opts.Limit)
+	}
+	if err := checkTypes(c.Context, q, opts.TaskType); err != nil {
+		return err
 	}
 	for _, l := range c.IntSlice("lane") {
 		if l < 0 || l >= q.Lanes() {
@@ -293,7 +296,7 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		ID       string `json:"id"`
 		Requeued bool   `json:"requeued"`
 	}
-	var done []result
+	done := []result{}
 	for _, id := range ids {
 		j, err := q.Get(c.Context, id)
 		if err != nil {
@@ -321,7 +324,9 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		}
 	}
 	if f == formatJSON {
-		return writeJSON(a.d.Stdout, done)
+		return writeJSON(a.d.Stdout, struct {
+			Jobs []result `json:"jobs"`
+		}{done})
 	}
 	return nil
 }
