@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -50,7 +52,13 @@ func (r *runner) claimLoop() {
 			continue
 		}
 		if r.refusal != "" {
-			log.Info("worker: claiming again", "was", r.refusal)
+			// Waiting for the first heartbeat is routine (every start does
+			// it): only a recovery from a real refusal is worth INFO.
+			lvl := slog.LevelInfo
+			if r.refusal == refuseNotJoined {
+				lvl = slog.LevelDebug
+			}
+			log.Log(context.Background(), lvl, "worker: claiming again", "was", r.refusal)
 			r.refusal = ""
 		}
 		lanes := r.tracker.Lanes()
