@@ -142,7 +142,8 @@ func (q *Queue) Requeue(ctx context.Context, id ID) error {
 		tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
 		tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
 		key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
-		sv := schedValue{MaxAttempts: rec.MaxAttempts}
+		sv := schedValue{MaxAttempts: rec.MaxAttempts, Flags: rec.Flags & flagWaitable}
+		q.clearOutcome(tr, id, sv.Flags)
 		if ck != nil {
 			sv.Flags |= flagCheckpoint
 		}

@@ -73,6 +73,8 @@ type JobInfo struct {
 	UniqueKey     string
 	Payload       []byte
 	HasCheckpoint bool
+	// Waitable says the job's outcome will be recorded (NewJob.Waitable).
+	Waitable bool
 }
 
 func stateOf(sv schedValue, vestMs, nowMs int64) State {
@@ -128,7 +130,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	info := JobInfo{
 		ID: id, TaskType: rec.TaskType, Priority: Priority(rec.Priority), ItemSpace: rec.ItemSpace,
 		MaxAttempts: int(rec.MaxAttempts), CreatedAt: time.UnixMilli(rec.CreatedAtMs), LastError: rec.LastError,
-		UniqueKey: rec.UniqueKey, Payload: rec.Payload, Attempt: int(rec.Attempts),
+		UniqueKey: rec.UniqueKey, Payload: rec.Payload, Attempt: int(rec.Attempts), Waitable: rec.Flags&flagWaitable != 0,
 	}
 	if rec.State == stateDead {
 		info.State = StateDead
@@ -228,6 +230,9 @@ func (q *Queue) Cancel(ctx context.Context, id ID) error {
 			tr.Clear(key)
 		}
 		q.forget(tr, info)
+		if info.Waitable {
+			q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
+		}
 		applied = true
 		return nil
 	})
