@@ -216,28 +216,37 @@ func (q *Queue) Cancel(ctx context.Context, id ID) error {
 		if err != nil {
 			return err
 		}
-		if info.State == StateFinished {
-			return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
-		}
-		// Conflict with a claim or ack that moves the key meanwhile.
-		if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
+		if err := q.cancelTx(tr, info, key); err != nil {
 			return err
-		}
-		if key != nil {
-			if err := tr.AddReadConflictKey(key); err != nil {
-				return err
-			}
-			tr.Clear(key)
-		}
-		q.forget(tr, info)
-		if info.Waitable {
-			q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
 		}
 		applied = true
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("quick: cancel %s: %w", id, err)
+	}
+	return nil
+}
+
+// cancelTx deletes a job lookup found (info, and its schedule key).
+func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
+	id := info.ID
+	if info.State == StateFinished {
+		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
+	}
+	// Conflict with a claim or ack that moves the key meanwhile.
+	if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
+		return err
+	}
+	if key != nil {
+		if err := tr.AddReadConflictKey(key); err != nil {
+			return err
+		}
+		tr.Clear(key)
+	}
+	q.forget(tr, info)
+	if info.Waitable {
+		q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func (r *runner) claimLoop() {
 		}
 		if reason := r.refuse(); reason != "" {
 			if reason != r.refusal {
-				if reason == refuseNotJoined {
+				if reason == refuseNotJoined || reason == refusePaused || reason == refusePauseUnknown {
 					log.Debug("worker: not claiming until the first heartbeat", "reason", reason)
 				} else {
 					log.Warn("worker: refusing to claim", "reason", reason)
@@ -55,7 +55,7 @@ func (r *runner) claimLoop() {
 			// Waiting for the first heartbeat is routine (every start does
 			// it): only a recovery from a real refusal is worth INFO.
 			lvl := slog.LevelInfo
-			if r.refusal == refuseNotJoined {
+			if r.refusal == refuseNotJoined || r.refusal == refusePauseUnknown {
 				lvl = slog.LevelDebug
 			}
 			log.Log(context.Background(), lvl, "worker: claiming again", "was", r.refusal)
@@ -230,6 +230,9 @@ const (
 	refuseNotJoined = "not registered in the lanes registry yet"
 	refuseStale     = "heartbeat older than the registry timeout: the others may already watch this worker's lanes"
 	refuseSkew      = "clock offset from the other workers over a quarter of the lease"
+	// Paused by quick.Queue.Pause (pause.go), or not known yet.
+	refusePaused       = "task type paused"
+	refusePauseUnknown = "paused task types not read yet"
 )
 
 // refuse says why the runner must not claim now, or "". Leases are
@@ -241,6 +244,11 @@ func (r *runner) refuse() string {
 	last := r.tracker.LastBeat()
 	if last.IsZero() {
 		return refuseNotJoined
+	}
+	if paused, known := w.pause.isPaused(r.taskType); paused {
+		return refusePaused
+	} else if !known {
+		return refusePauseUnknown
 	}
 	if w.clk.Now().Sub(last) > w.reg.Options().Timeout {
 		return refuseStale
