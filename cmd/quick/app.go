@@ -133,6 +133,8 @@ func newApp(d deps) *cli.App {
 			a.cronCommand(),
 			a.workersCommand(),
 			a.statsCommand(),
+			a.pauseCommand(),
+			a.resumeCommand(),
 			a.demoCommand(),
 		},
 	}

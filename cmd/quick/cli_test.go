@@ -257,7 +257,7 @@ func TestJobsRetryAndDeadRequeue(t *testing.T) {
 	if out := h.ok("jobs", "show", f.dead[0].String()); !strings.Contains(out, "state       ready") || !strings.Contains(out, "attempt     0/25") {
 		t.Errorf("after retry:\n%s", out)
 	}
-	h.fails("running a scheduled job early is not supported", "jobs", "retry", f.delayed[0].String())
+	h.fails("nothing to retry; `quick jobs run-now", "jobs", "retry", f.delayed[0].String())
 	h.fails("is already ready", "jobs", "retry", f.email[39].String())
 	h.fails("is running (leased by worker-a", "jobs", "retry", f.leased[0].String())
 	h.fails("job not found", "jobs", "retry", h.id(999).String())

@@ -30,10 +30,20 @@ func (a *app) deadCommand() *cli.Command {
 			},
 			{
 				Name:      "requeue",
-				Usage:     "take dead jobs out of the dead letters and run them now, attempts reset",
-				ArgsUsage: "ID [ID...]",
-				Flags:     []cli.Flag{outputFlag(false)},
+				Usage:     "take dead jobs out of the dead letters and run them now, attempts reset; by ID, or with --type those the filter flags select",
+				ArgsUsage: "ID [ID...] | --type TYPE [filters]",
+				Flags: []cli.Flag{
+					outputFlag(false),
+					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "with no ID: requeue this task type's dead letters that match the filter flags"},
+					&cli.StringFlag{Name: "error-contains", Usage: "with --type: only dead letters whose last error contains this"},
+					&cli.DurationFlag{Name: "died-within", Usage: "with --type: only those that died less than this long ago"},
+					&cli.DurationFlag{Name: "died-before", Usage: "with --type: only those that died more than this long ago"},
+					&cli.IntFlag{Name: "limit", Value: 10_000, Usage: "with --type: most dead letters requeued"},
+				},
 				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 && c.IsSet("type") {
+						return a.deadRequeueFiltered(c)
+					}
 					if c.NArg() == 0 {
 						return newUsageError(c, errors.New("quick dead requeue needs at least one job ID argument"))
 					}

@@ -43,11 +43,34 @@ func (a *app) jobsCommand() *cli.Command {
 				Action:    a.jobsShow,
 			},
 			{
-				Name:      "cancel",
-				Usage:     "delete a scheduled, ready or leased job, or a dead letter (asks for confirmation)",
+				Name: "cancel",
+				Usage: "delete a scheduled, ready or leased job, or a dead letter; or, with --type and no ID, " +
+					"the jobs the filter flags select, in batches (asks for confirmation)",
+				ArgsUsage: "ID | --type TYPE [filters]",
+				Flags:     append([]cli.Flag{yesFlag, outputFlag(false)}, filterFlags()...),
+				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 && c.IsSet("type") {
+						return a.jobsCancelFiltered(c)
+					}
+					return a.jobsCancel(c)
+				},
+			},
+			{
+				Name:      "run-now",
+				Usage:     "make a scheduled job run now (keeps its attempts, payload and checkpoint)",
 				ArgsUsage: "ID",
-				Flags:     []cli.Flag{yesFlag, outputFlag(false)},
-				Action:    a.jobsCancel,
+				Flags:     []cli.Flag{outputFlag(false)},
+				Action:    a.jobsRunNow,
+			},
+			{
+				Name:      "wait",
+				Usage:     "wait until a waitable job finishes and print how (exit 0 only if it completed)",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long (default: wait until interrupted)"},
+					outputFlag(false),
+				},
+				Action: a.jobsWait,
 			},
 			{
 				Name:      "retry",
@@ -191,9 +214,19 @@ func (a *app) jobFromArg(c *cli.Context) (format, *quick.Queue, quick.JobInfo, e
 }
 
 func (a *app) jobsShow(c *cli.Context) error {
-	f, _, j, err := a.jobFromArg(c)
+	f, q, j, err := a.jobFromArg(c)
 	if err != nil {
 		return err
+	}
+	if j.State == quick.StateFinished {
+		// A waitable job's recorded outcome tells completed from cancelled.
+		if o, err := q.Outcome(c.Context, j.ID); err == nil && o.Kind != quick.OutcomeFinished {
+			if f == formatJSON {
+				return writeJSON(a.d.Stdout, outcomeJSON(o))
+			}
+			a.printOutcome(o)
+			return nil
+		}
 	}
 	if f == formatJSON {
 		return writeJSON(a.d.Stdout, toJobJSON(j, true))
@@ -306,8 +339,8 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		switch j.State {
 		case quick.StateDead:
 		case quick.StateScheduled:
-			return fmt.Errorf("job %s is scheduled for %s (%s): running a scheduled job early is not supported "+
-				"(the queue has no \"run now\"); cancel it and enqueue it again without --delay", id, fmtTime(j.RunAt), fmtRel(j.RunAt, now))
+			return fmt.Errorf("job %s is scheduled for %s (%s): nothing to retry; `quick jobs run-now %s` runs it now",
+				id, fmtTime(j.RunAt), fmtRel(j.RunAt, now), id)
 		case quick.StateReady:
 			return fmt.Errorf("job %s is already ready (vested %s, attempt %s): nothing to retry, a worker will take it", id, fmtRel(j.RunAt, now), attempts(j))
 		case quick.StateLeased:
@@ -346,6 +379,7 @@ func (a *app) enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
 			&cli.StringFlag{Name: "item-space", Usage: "tenant the job belongs to, for inspection"},
+			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for `quick jobs wait` (one more key per job)"},
 			outputFlag(false),
 		},
 		Action: a.enqueue,
@@ -377,6 +411,7 @@ func (a *app) enqueue(c *cli.Context) error {
 	job := quick.NewJob{
 		TaskType: c.String("type"), Payload: payload, Priority: prio, Delay: c.Duration("delay"),
 		UniqueKey: c.String("unique"), MaxAttempts: c.Int("max-attempts"), ItemSpace: c.String("item-space"),
+		Waitable: c.Bool("waitable"),
 	}
 	if at := c.Timestamp("at"); at != nil {
 		job.RunAt = *at
