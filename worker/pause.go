@@ -61,6 +61,11 @@ func (w *Worker) pauseLoop() {
 		}
 		w.logPauseChanges(m)
 		w.pause.set(m)
+		// Claim loops refusing on the pause (or on not knowing it yet)
+		// sleep until a heartbeat round: wake them to look again now.
+		for _, r := range w.snapshotRunners() {
+			notify(r.beat)
+		}
 		err = watch.Wait(ctx)
 		watch.Cancel()
 		if err != nil && ctx.Err() == nil {
