@@ -25,6 +25,9 @@ func TestPauseResumeCommands(t *testing.T) {
 	if err != nil || len(paused) != 1 {
 		t.Fatalf("library sees %v %v", paused, err)
 	}
+	if out := h.ok("stats"); !strings.Contains(out, "email (paused)") || strings.Contains(out, "report (paused)") {
+		t.Errorf("stats while paused:\n%s", out)
+	}
 	if out := h.ok("resume", "email"); !strings.HasPrefix(out, "resumed email") {
 		t.Errorf("resume: %q", out)
 	}

@@ -40,6 +40,7 @@ type statsRow struct {
 	Dead             int64      `json:"dead"`
 	OldestReady      *time.Time `json:"oldest_ready,omitempty"`
 	OldestReadyAgeMs *int64     `json:"oldest_ready_age_ms,omitempty"`
+	Paused           bool       `json:"paused,omitempty"`
 }
 
 func (a *app) statsAction(c *cli.Context) error {
@@ -71,10 +72,15 @@ func (a *app) statsAction(c *cli.Context) error {
 	})
 }
 
-// statsRows reads one frame of stats: the lanes' bounded scans and one
-// dead-letter counter read per type.
+// statsRows reads one frame of stats: the lanes' bounded scans, one
+// dead-letter counter read per type, and one range read of the paused
+// types.
 func (a *app) statsRows(c *cli.Context, q *quick.Queue, budget int) ([]statsRow, error) {
 	reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
+	if err != nil {
+		return nil, err
+	}
+	paused, err := q.PausedTypes(c.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +92,7 @@ func (a *app) statsRows(c *cli.Context, q *quick.Queue, budget int) ([]statsRow,
 		}
 		t := r.Total
 		rows = append(rows, statsRow{TaskType: r.TaskType, Ready: t.Ready, Leased: t.Leased, Scheduled: t.Scheduled,
-			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs})
+			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs, Paused: !paused[r.TaskType].IsZero()})
 	}
 	return rows, nil
 }
@@ -99,7 +105,11 @@ func renderStats(w io.Writer, rows []statsRow) {
 	tw := newTable(w)
 	row(tw, "TASK TYPE", "READY", "LEASED", "SCHEDULED", "DEAD", "OLDEST READY")
 	for _, r := range rows {
-		row(tw, r.TaskType, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
+		name := r.TaskType
+		if r.Paused {
+			name += " (paused)"
+		}
+		row(tw, name, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
 			r.Dead, ageCell(laneRow{OldestReadyAgeMs: r.OldestReadyAgeMs}))
 	}
 	tw.Flush()
