@@ -211,9 +211,17 @@ func errorLine(err error) string {
 	return "quick: " + msg
 }
 
-// version is the module version the binary was built from, or its VCS
-// revision when built from a checkout.
+// buildVersion, when set at link time (go build -ldflags "-X
+// main.buildVersion=v1.2.3"), is what --version prints.
+var buildVersion string
+
+// version is buildVersion, else the module version the binary was built
+// from, or its VCS revision when built from a checkout ("(devel)" when the
+// build recorded neither, as with -buildvcs=false).
 func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
