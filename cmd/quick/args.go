@@ -26,17 +26,19 @@ func run(ctx context.Context, d deps, args []string) error {
 // argument reordering, v3 parses flags anywhere), so the CLI reorders the
 // command line before handing it over.
 //
-// Only the flags of the leaf command reached are moved, with their values (a
-// flag that takes a value takes the next word unless written --flag=value);
-// everything after "--" stays where it is; an unknown flag is moved as one
-// word and the parser then reports it.
+// The flags of the leaf command reached are moved before its arguments, and
+// global flags written after the command (quick jobs show ID --subspace
+// app) before the command, with their values (a flag that takes a value
+// takes the next word unless written --flag=value); everything after "--"
+// stays where it is; an unknown flag is moved as one word and the parser
+// then reports it.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
 	out := []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
-	var flagWords, positional []string
+	var flagWords, positional, globalWords []string
 	rest := args[1:]
 	level := 0 // where the words of the command reached begin
 	for i := 0; i < len(rest); i++ {
@@ -46,10 +48,21 @@ func interspersed(app *cli.App, args []string) []string {
 			positional = append(positional, rest[i:]...)
 			i = len(rest)
 		case len(w) > 1 && w[0] == '-':
-			flagWords = append(flagWords, w)
-			if takesValue(flags, w) && i+1 < len(rest) {
+			dst := &flagWords
+			known := hasFlag(flags, w)
+			if !known && level > 0 && hasFlag(app.Flags, w) {
+				// A global flag written after the command: it goes
+				// before the command, the only place the parser reads it.
+				dst, known = &globalWords, true
+			}
+			*dst = append(*dst, w)
+			owner := flags
+			if dst == &globalWords {
+				owner = app.Flags
+			}
+			if known && takesValue(owner, w) && i+1 < len(rest) {
 				i++
-				flagWords = append(flagWords, rest[i])
+				*dst = append(*dst, rest[i])
 			}
 		default:
 			if len(positional) == 0 {
@@ -69,7 +82,24 @@ func interspersed(app *cli.App, args []string) []string {
 		// they are, for its "unknown command" message.
 		return append(out, rest[level:]...)
 	}
-	return append(append(out, flagWords...), positional...)
+	out = append(append(out, flagWords...), positional...)
+	if len(globalWords) > 0 {
+		out = append(append([]string{out[0]}, globalWords...), out[1:]...)
+	}
+	return out
+}
+
+// hasFlag reports whether the flag word w names one of flags.
+func hasFlag(flags []cli.Flag, w string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(w, "-"), "-"), "=")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

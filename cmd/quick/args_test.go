@@ -41,6 +41,11 @@ func TestFlagsAfterArguments(t *testing.T) {
 	if out := h.ok("dead", "requeue", f.dead[0].String(), "--output", "json"); !strings.Contains(out, `"requeued": true`) {
 		t.Errorf("dead requeue ID --output json: %s", out)
 	}
+	// A global flag after the command goes before it.
+	if out := h.ok("jobs", "show", f.report[0].String(), "--subspace", "quick"); !strings.Contains(out, "daily report") {
+		t.Errorf("jobs show ID --subspace quick: %s", out)
+	}
+	h.fails("job not found", "jobs", "show", f.report[0].String(), "--subspace", "other")
 	h.fails(`"--yes" is not a UUID`, "jobs", "show", "--", "--yes")
 	h.fails("flag provided but not defined: -bogus", "jobs", "show", ready, "--bogus")
 }
@@ -57,6 +62,9 @@ func TestInterspersed(t *testing.T) {
 		{"quick jobs show -- --yes", "quick jobs show -- --yes"},
 		{"quick --subspace app stats --type x", "quick --subspace app stats --type x"},
 		{"quick frob --yes", "quick frob --yes"},
+		{"quick jobs show ID --subspace app -o json", "quick --subspace app jobs show -o json ID"},
+		{"quick stats --embedded --type x", "quick --embedded stats --type x"},
+		{"quick jobs show ID --subspace=app", "quick --subspace=app jobs show ID"},
 		{"quick jobs frob --yes", "quick jobs frob --yes"},
 	} {
 		got := strings.Join(interspersed(app, strings.Fields(tc.in)), " ")

@@ -146,7 +146,10 @@ func (a *app) jobsWait(c *cli.Context) error {
 	}
 	o, err := q.Wait(ctx, id)
 	if err != nil {
-		if ctx.Err() != nil && c.Context.Err() == nil {
+		switch {
+		case c.Context.Err() != nil:
+			return fmt.Errorf("wait for job %s %w (Ctrl-C)", id, errInterrupted)
+		case ctx.Err() != nil:
 			return fmt.Errorf("job %s has not finished after --timeout %v", id, c.Duration("timeout"))
 		}
 		return err
