@@ -30,7 +30,12 @@ type schedValue struct {
 	UniqueKey   string
 }
 
-const flagCheckpoint = 1 << 0
+const (
+	flagCheckpoint = 1 << 0
+	// flagWaitable marks a job whose outcome is recorded when it finishes
+	// (wait.go); set in the schedule value and the record alike.
+	flagWaitable = 1 << 1
+)
 
 func (v *schedValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
@@ -100,6 +105,7 @@ type record struct {
 	State       jobState
 	DeadAtMs    int64
 	Attempts    int64 // runs started, as of the last re-placement
+	Flags       uint64
 }
 
 func (r *record) marshal() []byte {
@@ -120,6 +126,7 @@ func (r *record) marshal() []byte {
 	b = wire.AppendVarint(b, 11, uint64(r.State))
 	b = wire.AppendVarint(b, 12, uint64(r.DeadAtMs))
 	b = wire.AppendVarint(b, 13, uint64(r.Attempts))
+	b = wire.AppendVarint(b, 14, r.Flags)
 	return b
 }
 
@@ -153,6 +160,8 @@ func (r *record) unmarshal(b []byte) error {
 			r.DeadAtMs = int64(x)
 		case 13:
 			r.Attempts = int64(x)
+		case 14:
+			r.Flags = x
 		}
 		return nil
 	})

@@ -119,7 +119,16 @@ func decodeCounter(v []byte) int64 {
 // Requeue takes a job out of the dead letters and runs it now with its
 // attempts reset, keeping its payload and checkpoint.
 func (q *Queue) Requeue(ctx context.Context, id ID) error {
-	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+	err := q.db.Transact(ctx, func(tr kv.Transaction) error { return q.requeueTx(tr, id) })
+	if err != nil {
+		return fmt.Errorf("quick: requeue %s: %w", id, err)
+	}
+	return nil
+}
+
+// requeueTx runs a dead job again now.
+func (q *Queue) requeueTx(tr kv.Transaction, id ID) error {
+	{
 		v, err := tr.Get(q.k.jobKey(id)).Get()
 		if err != nil {
 			return err
@@ -142,7 +151,8 @@ func (q *Queue) Requeue(ctx context.Context, id ID) error {
 		tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
 		tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
 		key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
-		sv := schedValue{MaxAttempts: rec.MaxAttempts}
+		sv := schedValue{MaxAttempts: rec.MaxAttempts, Flags: rec.Flags & flagWaitable}
+		q.clearOutcome(tr, id, sv.Flags)
 		if ck != nil {
 			sv.Flags |= flagCheckpoint
 		}
@@ -154,11 +164,7 @@ func (q *Queue) Requeue(ctx context.Context, id ID) error {
 		rec.UniqueKey = ""
 		tr.Set(q.k.jobKey(id), rec.marshal())
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("quick: requeue %s: %w", id, err)
 	}
-	return nil
 }
 
 // purgeBatch bounds one purge transaction.

@@ -13,4 +13,11 @@
 // caller's writes, AckTx completes a job with the writes its handler made.
 // Time comes from an injectable clock (package clock). The key layout and
 // the cost of each operation in FDB reads and writes are in docs/design.md.
+//
+// Beyond the job's life: Wait blocks until a waitable job (NewJob.Waitable,
+// Options.WaitableTypes) finishes, on a kv watch rather than by polling, and
+// Outcome tells completed, dead-lettered and cancelled apart; Pause and
+// Resume stop and restart the worker runtime's claims of a task type;
+// RunNow runs a scheduled job now; CancelMatching and RequeueMatching act on
+// the jobs a Filter selects, in bounded batches.
 package quick

@@ -33,6 +33,12 @@ type NewJob struct {
 	// running jobs: while one with this key exists, enqueueing another
 	// returns the first.
 	UniqueKey string
+	// Waitable records the job's outcome when it finishes (completed,
+	// dead-lettered or cancelled), for Wait and Outcome, until
+	// Options.OutcomeRetention after its creation. It costs one more key
+	// written by the transaction that finishes the job; jobs without it pay
+	// nothing. Options.WaitableTypes makes every job of a task type waitable.
+	Waitable bool
 }
 
 // Enqueued is the outcome of enqueueing one job.
@@ -242,12 +248,12 @@ func (q *Queue) uniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error)
 // write places a new job.
 func (q *Queue) write(tr kv.Transaction, now time.Time, j job) {
 	key, lane, vestMs := q.k.place(j.TaskType, j.Priority, j.runAt, j.ID, q.lanes)
-	sv := schedValue{MaxAttempts: int64(j.MaxAttempts), UniqueKey: j.UniqueKey}
+	sv := schedValue{MaxAttempts: int64(j.MaxAttempts), UniqueKey: j.UniqueKey, Flags: q.waitFlag(j.NewJob)}
 	tr.Set(key, sv.marshal())
 	r := record{
 		TaskType: j.TaskType, Priority: int64(j.Priority), ItemSpace: j.ItemSpace, Payload: j.Payload,
 		MaxAttempts: int64(j.MaxAttempts), UniqueKey: j.UniqueKey, CreatedAtMs: now.UnixMilli(),
-		PlacedAtMs: vestMs, PlacedLane: int64(lane),
+		PlacedAtMs: vestMs, PlacedLane: int64(lane), Flags: sv.Flags,
 	}
 	tr.Set(q.k.jobKey(j.ID), r.marshal())
 	tr.Set(q.k.markKey(j.ID), nil)

@@ -73,6 +73,8 @@ type JobInfo struct {
 	UniqueKey     string
 	Payload       []byte
 	HasCheckpoint bool
+	// Waitable says the job's outcome will be recorded (NewJob.Waitable).
+	Waitable bool
 }
 
 func stateOf(sv schedValue, vestMs, nowMs int64) State {
@@ -128,7 +130,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	info := JobInfo{
 		ID: id, TaskType: rec.TaskType, Priority: Priority(rec.Priority), ItemSpace: rec.ItemSpace,
 		MaxAttempts: int(rec.MaxAttempts), CreatedAt: time.UnixMilli(rec.CreatedAtMs), LastError: rec.LastError,
-		UniqueKey: rec.UniqueKey, Payload: rec.Payload, Attempt: int(rec.Attempts),
+		UniqueKey: rec.UniqueKey, Payload: rec.Payload, Attempt: int(rec.Attempts), Waitable: rec.Flags&flagWaitable != 0,
 	}
 	if rec.State == stateDead {
 		info.State = StateDead
@@ -214,25 +216,37 @@ func (q *Queue) Cancel(ctx context.Context, id ID) error {
 		if err != nil {
 			return err
 		}
-		if info.State == StateFinished {
-			return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
-		}
-		// Conflict with a claim or ack that moves the key meanwhile.
-		if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
+		if err := q.cancelTx(tr, info, key); err != nil {
 			return err
 		}
-		if key != nil {
-			if err := tr.AddReadConflictKey(key); err != nil {
-				return err
-			}
-			tr.Clear(key)
-		}
-		q.forget(tr, info)
 		applied = true
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("quick: cancel %s: %w", id, err)
+	}
+	return nil
+}
+
+// cancelTx deletes a job lookup found (info, and its schedule key).
+func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
+	id := info.ID
+	if info.State == StateFinished {
+		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
+	}
+	// Conflict with a claim or ack that moves the key meanwhile.
+	if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
+		return err
+	}
+	if key != nil {
+		if err := tr.AddReadConflictKey(key); err != nil {
+			return err
+		}
+		tr.Clear(key)
+	}
+	q.forget(tr, info)
+	if info.Waitable {
+		q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
 	}
 	return nil
 }

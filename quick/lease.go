@@ -269,6 +269,7 @@ func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
 }
 
 func (q *Queue) completeTx(tr kv.Transaction, l Lease, sv schedValue) {
+	q.recordOutcome(tr, l.ID, sv.Flags, OutcomeCompleted, sv.Attempt, "")
 	tr.Clear(l.key)
 	tr.Clear(q.k.jobKey(l.ID))
 	if sv.hasCheckpoint() {
@@ -312,6 +313,7 @@ func (q *Queue) replaceTx(tr kv.Transaction, a plannedAck, sv schedValue, rec *r
 // record stays (marked dead, with its payload and checkpoint, for inspection
 // and requeue), and the dead-letter index gets a key ordered by time.
 func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID, sv schedValue, rec *record, errText string) {
+	q.recordOutcome(tr, id, sv.Flags, OutcomeDeadLettered, sv.Attempt, errText)
 	tr.Clear(key)
 	rec.State = stateDead
 	rec.DeadAtMs = now.UnixMilli()

@@ -109,6 +109,15 @@ type Options struct {
 	// the wake key (WakeKey) only when a worker sleeps on it and a new job
 	// vests now; with it set, workers find new jobs by polling alone.
 	DisableWakeOnEnqueue bool
+	// WaitableTypes lists task types whose every job is waitable (as with
+	// NewJob.Waitable): their outcomes are kept, as a history of finished
+	// jobs, for OutcomeRetention. Each such job costs one more key written
+	// when it finishes (about 40 bytes); other types pay nothing.
+	WaitableTypes []string
+	// OutcomeRetention is how long a recorded outcome is kept after the
+	// job's creation (the time in its ID) before PurgeOutcomes may delete
+	// it. Default 24 h.
+	OutcomeRetention time.Duration
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
@@ -130,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 25
+	}
+	if o.OutcomeRetention <= 0 {
+		o.OutcomeRetention = 24 * time.Hour
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff

@@ -3,6 +3,7 @@ package quick
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type Queue struct {
 //
 // Keys: reads and may write S(1,"cfg").
 func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Options) (*Queue, error) {
+	if db == nil || reflect.ValueOf(db).Kind() == reflect.Pointer && reflect.ValueOf(db).IsNil() {
+		return nil, fmt.Errorf("%w: nil database (did opening it fail?)", ErrInvalidOption)
+	}
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err

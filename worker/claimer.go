@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -36,7 +38,7 @@ func (r *runner) claimLoop() {
 		}
 		if reason := r.refuse(); reason != "" {
 			if reason != r.refusal {
-				if reason == refuseNotJoined {
+				if reason == refuseNotJoined || reason == refusePaused || reason == refusePauseUnknown {
 					log.Debug("worker: not claiming until the first heartbeat", "reason", reason)
 				} else {
 					log.Warn("worker: refusing to claim", "reason", reason)
@@ -51,7 +53,13 @@ func (r *runner) claimLoop() {
 			continue
 		}
 		if r.refusal != "" {
-			log.Info("worker: claiming again", "was", r.refusal)
+			// Waiting for the first heartbeat is routine (every start does
+			// it): only a recovery from a real refusal is worth INFO.
+			lvl := slog.LevelInfo
+			if r.refusal == refuseNotJoined || r.refusal == refusePauseUnknown {
+				lvl = slog.LevelDebug
+			}
+			log.Log(context.Background(), lvl, "worker: claiming again", "was", r.refusal)
 			r.refusal = ""
 		}
 		lanes := r.tracker.Lanes()
@@ -223,6 +231,9 @@ const (
 	refuseNotJoined = "not registered in the lanes registry yet"
 	refuseStale     = "heartbeat older than the registry timeout: the others may already watch this worker's lanes"
 	refuseSkew      = "standing by: clock too far from the other workers' (over an eighth of the lease, error included); the others watch this worker's lanes"
+	// Paused by quick.Queue.Pause (pause.go), or not known yet.
+	refusePaused       = "task type paused"
+	refusePauseUnknown = "paused task types not read yet"
 )
 
 // refuse says why the runner must not claim now, or "". Leases are
@@ -234,6 +245,11 @@ func (r *runner) refuse() string {
 	last := r.tracker.LastBeat()
 	if last.IsZero() {
 		return refuseNotJoined
+	}
+	if paused, known := w.pause.isPaused(r.taskType); paused {
+		return refusePaused
+	} else if !known {
+		return refusePauseUnknown
 	}
 	if w.clk.Now().Sub(last) > w.reg.Options().Timeout {
 		return refuseStale

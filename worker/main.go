@@ -15,6 +15,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
+	qmetrics "github.com/quickfdb/quickfdb/metrics"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -31,6 +32,7 @@ type Flags struct {
 	ShutdownTimeout time.Duration
 	StatsInterval   time.Duration
 	LogLevel        string
+	MetricsListen   string
 }
 
 // Register adds the flags to fs.
@@ -44,6 +46,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM before they are released")
 	fs.DurationVar(&f.StatsInterval, "stats-interval", 0, "log the worker's counts this often (0: only at exit)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9464), with queue depth gauges measured by one worker of the fleet at a time")
 }
 
 // ErrFlags wraps the errors of bad command-line flags.
@@ -174,6 +177,15 @@ func RunMain(setup func(w *Worker) error, opts MainOptions) error {
 	}
 	cfg := opts.Config
 	cfg.Queue, cfg.Logger = q, logger
+	var exp *qmetrics.Exporter
+	if f.MetricsListen != "" {
+		if exp, err = qmetrics.Default(); err != nil {
+			return err
+		}
+		if cfg.MeterProvider == nil {
+			cfg.MeterProvider = exp.MeterProvider()
+		}
+	}
 	if f.ID != "" {
 		cfg.ID = f.ID
 	}
@@ -189,6 +201,13 @@ func RunMain(setup func(w *Worker) error, opts MainOptions) error {
 	}
 	if err := setup(w); err != nil {
 		return fmt.Errorf("worker setup: %w", err)
+	}
+	if exp != nil {
+		stopMetrics, err := serveMetrics(ctx, f.MetricsListen, exp, cfg.MeterProvider, w, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	if f.StatsInterval > 0 {
 		go func() {

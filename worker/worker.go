@@ -147,6 +147,7 @@ type Worker struct {
 
 	duties    []Duty // guarded by mu until Run
 	dutyState park   // the duty loop's sleep, for tests (quiet)
+	pause     pauses // paused task types (pause.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -292,6 +293,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker: starting", "task_types", w.TaskTypes())
 	w.loop(w.acker.run)
 	w.loop(w.keeper.run)
+	w.loop(w.pauseLoop)
 	for _, r := range runners {
 		w.loop(r.heartbeatLoop)
 		w.loop(r.claimLoop)

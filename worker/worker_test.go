@@ -481,8 +481,10 @@ func TestLostLeaseCancelsHandler(t *testing.T) {
 func TestHandlerTimeoutFailsJob(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	causes := make(chan error, 1)
+	started := make(chan struct{}, 1)
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "slow", func(ctx context.Context, j *RawJob) error {
+			started <- struct{}{}
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return context.Cause(ctx)
@@ -492,7 +494,14 @@ func TestHandlerTimeoutFailsJob(t *testing.T) {
 	})
 	res := e.enqueue(quick.NewJob{TaskType: "slow"})
 	e.start(w)
-	e.waitFor("the job to run", func() bool { return w.Stats().Running == 1 })
+	// The handler itself, not Stats().Running: Running counts the job
+	// before its goroutine has set the timeout's timer on the fake clock,
+	// and advancing the clock before that made the test hang.
+	select {
+	case <-started:
+	case <-time.After(waitLimit):
+		t.Fatal("the job did not run")
+	}
 	e.settle(w)
 	e.step(4*time.Second, time.Second, w)
 	if c := <-causes; !errors.Is(c, ErrHandlerTimeout) {

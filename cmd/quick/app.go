@@ -95,13 +95,14 @@ func newApp(d deps) *cli.App {
 	ca := &cli.App{
 		Name:  "quick",
 		Usage: "operate a quickfdb job queue on FoundationDB",
-		Description: "Global flags go before the command (quick --output json lanes); --output may also follow it.\n" +
+		Description: "Flags may come anywhere after quick: before or after the command and its arguments (quick jobs cancel ID --yes).\n" +
 			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or `quick demo`.",
 		Reader:          d.Stdin,
 		Writer:          d.Stdout,
 		ErrWriter:       d.Stderr,
-		HideVersion:     true,
+		Version:         version(),
 		HideHelpCommand: true,
+		OnUsageError:    onUsageError,
 		Suggest:         true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints and exits
 		Flags: []cli.Flag{
@@ -132,10 +133,13 @@ func newApp(d deps) *cli.App {
 			a.cronCommand(),
 			a.workersCommand(),
 			a.statsCommand(),
+			a.pauseCommand(),
+			a.resumeCommand(),
 			a.demoCommand(),
 			a.uiCommand(),
 		},
 	}
+	requireFlags(ca.Commands)
 	return ca
 }
 

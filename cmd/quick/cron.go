@@ -101,7 +101,9 @@ func (a *app) cronList(c *cli.Context) error {
 		for _, e := range es {
 			out = append(out, toCronJSON(e))
 		}
-		return writeJSON(a.d.Stdout, out)
+		return writeJSON(a.d.Stdout, struct {
+			Schedules []cronJSON `json:"schedules"`
+		}{out})
 	}
 	if len(es) == 0 {
 		fmt.Fprintln(a.d.Stdout, "no cron schedules")
@@ -185,7 +187,7 @@ func (a *app) cronRemove(c *cli.Context) error {
 		return err
 	}
 	if c.NArg() != 1 {
-		return fmt.Errorf("cron remove needs one schedule name argument, got %d", c.NArg())
+		return newUsageError(c, fmt.Errorf("quick cron remove needs one schedule name argument, got %d", c.NArg()))
 	}
 	name := c.Args().First()
 	q, err := a.queue(c)

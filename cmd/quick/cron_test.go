@@ -19,8 +19,12 @@ func TestCron(t *testing.T) {
 	h.ok("cron", "add", "--name", "tick", "--spec", "@every 10s", "--type", "tick", "--priority", "high", "--missed", "skip-all")
 	golden(t, "cron_list", maskIDs(h.ok("cron", "list")))
 
-	var es []cronJSON
-	if err := json.Unmarshal([]byte(h.ok("cron", "list", "-o", "json")), &es); err != nil {
+	var doc struct {
+		Schedules []cronJSON `json:"schedules"`
+	}
+	err := json.Unmarshal([]byte(h.ok("cron", "list", "-o", "json")), &doc)
+	es := doc.Schedules
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(es) != 2 || es[0].Name != "nightly" || es[0].TimeZone != "Europe/Paris" || !es[0].Alive || es[1].MissedRuns != "skip-all" || es[1].Priority != "high" {
@@ -28,7 +32,7 @@ func TestCron(t *testing.T) {
 	}
 
 	h.fails("invalid schedule spec", "cron", "add", "--name", "bad", "--spec", "61 * * * *", "--type", "x")
-	h.fails(`Required flag "spec" not set`, "cron", "add", "--name", "bad", "--type", "x")
+	h.fails("required flag --spec not set", "cron", "add", "--name", "bad", "--type", "x")
 	h.fails(`invalid --missed "sometimes"`, "cron", "add", "--name", "bad", "--spec", "@daily", "--type", "x", "--missed", "sometimes")
 	h.fails("invalid priority", "cron", "add", "--name", "bad", "--spec", "@daily", "--type", "x", "--priority", "max")
 

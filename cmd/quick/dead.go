@@ -30,12 +30,22 @@ func (a *app) deadCommand() *cli.Command {
 			},
 			{
 				Name:      "requeue",
-				Usage:     "take dead jobs out of the dead letters and run them now, attempts reset",
-				ArgsUsage: "ID [ID...]",
-				Flags:     []cli.Flag{outputFlag(false)},
+				Usage:     "take dead jobs out of the dead letters and run them now, attempts reset; by ID, or with --type those the filter flags select",
+				ArgsUsage: "ID [ID...] | --type TYPE [filters]",
+				Flags: []cli.Flag{
+					outputFlag(false),
+					&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "with no ID: requeue this task type's dead letters that match the filter flags"},
+					&cli.StringFlag{Name: "error-contains", Usage: "with --type: only dead letters whose last error contains this"},
+					&cli.DurationFlag{Name: "died-within", Usage: "with --type: only those that died less than this long ago"},
+					&cli.DurationFlag{Name: "died-before", Usage: "with --type: only those that died more than this long ago"},
+					&cli.IntFlag{Name: "limit", Value: 10_000, Usage: "with --type: most dead letters requeued"},
+				},
 				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 && c.IsSet("type") {
+						return a.deadRequeueFiltered(c)
+					}
 					if c.NArg() == 0 {
-						return errors.New("dead requeue needs at least one job ID argument")
+						return newUsageError(c, errors.New("quick dead requeue needs at least one job ID argument"))
 					}
 					var ids []quick.ID
 					for _, s := range c.Args().Slice() {
@@ -86,6 +96,9 @@ func (a *app) deadList(c *cli.Context) error {
 		return err
 	}
 	t := c.String("type")
+	if err := checkTypes(c.Context, q, t); err != nil {
+		return err
+	}
 	page, err := q.ListDead(c.Context, t, limit, after)
 	if err != nil {
 		return err
@@ -170,6 +183,9 @@ func (a *app) deadPurge(c *cli.Context) error {
 	}
 	q, err := a.queue(c)
 	if err != nil {
+		return err
+	}
+	if err := checkTypes(c.Context, q, t); err != nil {
 		return err
 	}
 	total, err := q.DeadCount(c.Context, t)

@@ -30,9 +30,11 @@ func (a *app) demoCommand() *cli.Command {
 		Name:  "demo",
 		Usage: "run a queue, workers and a cron schedule in this process on the embedded engine, and watch them",
 		Description: "Enqueues a mix of jobs (immediate and delayed, three priorities, some that fail and retry,\n" +
-			"some that dead-letter, long ones that checkpoint), registers a cron schedule, runs --workers\n" +
-			"workers, kills one mid-run (no cleanup: its jobs come back when their 10 s leases lapse, the\n" +
-			"queue's minimum) and shows the lanes live until the work drains or --duration passes.\n" +
+			"some that dead-letter, long ones that checkpoint, long ones whose lease is renewed), registers\n" +
+			"a cron schedule, runs --workers workers, kills one mid-run (no cleanup: its jobs come back when\n" +
+			"their 10 s leases lapse, the queue's minimum) and shows the lanes live until the work drains or\n" +
+			"--duration passes. While no job is ready to run, the demo's clock (leases, delays, heartbeats and\n" +
+			"job times alike) runs --fast-forward times faster, so waiting for a lease to lapse takes 2 s, not 10.\n" +
 			"It always uses the embedded engine (memkv), whatever the connection flags say.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"n"}, Value: 200, Usage: "jobs to enqueue"},
@@ -41,6 +43,7 @@ func (a *app) demoCommand() *cli.Command {
 			&cli.Float64Flag{Name: "speed", Value: 1, Usage: "time scale: 2 halves job durations, delays and backoffs (leases stay 10 s)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the job mix"},
 			&cli.BoolFlag{Name: "kill", Value: true, Usage: "kill one worker mid-run (--kill=false to keep them all)"},
+			&cli.Float64Flag{Name: "fast-forward", Value: 5, Usage: "while no job is ready, run the demo's clock this many times faster (1: never)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log the workers' and queue's info messages to stderr"},
 			outputFlag(false),
 		},
@@ -51,13 +54,18 @@ func (a *app) demoCommand() *cli.Command {
 // demoJob is the payload of a demo job: what its handler does.
 type demoJob struct {
 	N     int    `json:"n"`
-	Ms    int    `json:"ms"`              // work time at speed 1
+	Ms    int    `json:"ms"`              // work time at speed 1 (per step for import)
 	Fail  string `json:"fail,omitempty"`  // "", "once" or "always"
 	Steps int    `json:"steps,omitempty"` // import: steps, checkpointed
 }
 
 // The demo's task types; "tick" is the cron schedule's.
-var demoTypes = []string{"email", "webhook", "report", "import"}
+var demoTypes = []string{"email", "webhook", "report", "import", "export"}
+
+// demoExportTime is how long an export job works without a checkpoint,
+// whatever --speed says: longer than two thirds of its 10 s lease, so the
+// worker's lease keeper renews it.
+const demoExportTime = 7500 * time.Millisecond
 
 const (
 	demoCronName = "tick"
@@ -68,10 +76,11 @@ const (
 type demoCounts struct {
 	runs, retries, takeovers, resumed, cronRuns, done, dead, failed atomic.Int64
 
-	mu      sync.Mutex
-	running map[string]map[quick.ID]bool // worker -> jobs it runs now
-	orphans map[quick.ID]bool            // jobs the killed worker held
-	events  []string                     // takeovers, for the main loop to show
+	mu          sync.Mutex
+	checkpoints map[string]int64             // worker -> checkpoints written (each extends the lease)
+	running     map[string]map[quick.ID]bool // worker -> jobs it runs now
+	orphans     map[quick.ID]bool            // jobs the killed worker held
+	events      []string                     // takeovers, for the main loop to show
 }
 
 // takeEvents returns and forgets the events noted since the last call.
@@ -93,11 +102,11 @@ func (s *demoCounts) start(w string, l quick.Lease) {
 	if s.orphans[l.ID] {
 		delete(s.orphans, l.ID)
 		s.takeovers.Add(1)
-		ev := fmt.Sprintf("%s took over %s job %s after its lease lapsed (attempt %d", w, l.TaskType, l.ID, l.Attempt)
+		ev := fmt.Sprintf("%s took over %s %s: lease lapsed; attempt %d", w, l.TaskType, shortID(l.ID), l.Attempt)
 		if len(l.Checkpoint) > 0 {
-			ev += fmt.Sprintf(", resuming from checkpoint step %s", l.Checkpoint)
+			ev += fmt.Sprintf(" from step %s", l.Checkpoint)
 		}
-		s.events = append(s.events, ev+")")
+		s.events = append(s.events, ev)
 	} else if l.Attempt > 1 {
 		s.retries.Add(1)
 	}
@@ -111,6 +120,33 @@ func (s *demoCounts) end(w string, id quick.ID) {
 	s.mu.Lock()
 	delete(s.running[w], id)
 	s.mu.Unlock()
+}
+
+func (s *demoCounts) checkpointed(w string) {
+	s.mu.Lock()
+	s.checkpoints[w]++
+	s.mu.Unlock()
+}
+
+func (s *demoCounts) checkpointsOf(w string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkpoints[w]
+}
+
+// orphaned returns how many of the killed worker's jobs nobody took over
+// yet.
+func (s *demoCounts) orphaned() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.orphans)
+}
+
+// shortID is the tail of a job ID, enough to tell the demo's jobs apart on
+// an 80-column line (a UUIDv7's head is its time, shared by the batch).
+func shortID(id quick.ID) string {
+	s := id.String()
+	return "…" + s[len(s)-8:]
 }
 
 // busiest returns the worker running the most jobs now.
@@ -141,7 +177,9 @@ func (s *demoCounts) orphan(w string) int {
 // demoSummary is the demo's outcome (--output json prints it).
 type demoSummary struct {
 	Drained       bool         `json:"drained"`
+	Interrupted   bool         `json:"interrupted"`
 	ElapsedMs     int64        `json:"elapsed_ms"`
+	ClockMs       int64        `json:"demo_clock_ms"`
 	Jobs          int          `json:"jobs"`
 	Delayed       int          `json:"delayed"`
 	Completed     int64        `json:"completed"`
@@ -160,9 +198,30 @@ type demoSummary struct {
 	Workers       []workerStat `json:"workers"`
 }
 
+// workerStat is one worker's counters in the summary, with snake_case
+// names like the rest of the CLI's JSON (worker.Stats has no JSON tags).
+// A lease is extended two ways: by the worker's lease keeper renewing it
+// (lease_renewals, one ExtendMany call per round) and by each checkpoint the
+// handler writes (checkpoints).
 type workerStat struct {
-	ID string `json:"id"`
-	worker.Stats
+	ID            string `json:"id"`
+	Claimed       int64  `json:"claimed"`
+	Completed     int64  `json:"completed"`
+	Failed        int64  `json:"failed"`
+	DeadLettered  int64  `json:"dead_lettered"`
+	LeaseLost     int64  `json:"lease_lost"`
+	Conflicts     int64  `json:"conflicts"`
+	LeaseRenewals int64  `json:"lease_renewals"`
+	Checkpoints   int64  `json:"checkpoints"`
+	ClaimBatches  int64  `json:"claim_batches"`
+	EmptyClaims   int64  `json:"empty_claims"`
+	AckBatches    int64  `json:"ack_batches"`
+}
+
+func toWorkerStat(id string, s worker.Stats, checkpoints int64) workerStat {
+	return workerStat{ID: id, Claimed: s.Claimed, Completed: s.Completed, Failed: s.Failed, DeadLettered: s.DeadLettered,
+		LeaseLost: s.LeaseLost, Conflicts: s.Conflicts, LeaseRenewals: s.Extensions, Checkpoints: checkpoints,
+		ClaimBatches: s.ClaimBatches, EmptyClaims: s.EmptyClaims, AckBatches: s.AckBatches}
 }
 
 func (a *app) demo(c *cli.Context) error {
@@ -171,6 +230,7 @@ func (a *app) demo(c *cli.Context) error {
 		return err
 	}
 	nJobs, nWorkers, bound, speed := c.Int("jobs"), c.Int("workers"), c.Duration("duration"), c.Float64("speed")
+	ff := c.Float64("fast-forward")
 	switch {
 	case nJobs < 1 || nJobs > 1_000_000:
 		return fmt.Errorf("invalid --jobs %d: want 1 to 1,000,000", nJobs)
@@ -180,6 +240,8 @@ func (a *app) demo(c *cli.Context) error {
 		return fmt.Errorf("invalid --duration %v: want a positive duration", bound)
 	case speed <= 0 || speed > 100:
 		return fmt.Errorf("invalid --speed %v: want a factor above 0, at most 100", speed)
+	case ff < 1 || ff > 20:
+		return fmt.Errorf("invalid --fast-forward %v: want a factor from 1 (off) to 20", ff)
 	}
 	kill := c.Bool("kill") && nWorkers > 1
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
@@ -195,13 +257,15 @@ func (a *app) demo(c *cli.Context) error {
 	}
 
 	// One embedded database; the workers' and producer's operations are
-	// counted, the live view's reads are not.
+	// counted, the live view's reads are not. Everything runs on the demo's
+	// clock, which fast-forwards while nothing is ready to run.
+	clk := newLapseClock()
 	mem := memkv.Open(memkv.Options{Seed: int64(c.Uint64("seed"))})
 	defer mem.Close()
 	counted := kv.WithCounters(mem)
 	space := tuple.FromTuple(tuple.Tuple{"demo"})
 	qopts := quick.Options{
-		Clock:       clock.Real(),
+		Clock:       clk,
 		MaxAttempts: 5,
 		Backoff:     func(attempt int) time.Duration { return scale(time.Duration(attempt) * 300 * time.Millisecond) },
 		Logger:      logger,
@@ -226,7 +290,7 @@ func (a *app) demo(c *cli.Context) error {
 	}
 
 	// Workers.
-	counts := &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}}
+	counts := &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}, checkpoints: map[string]int64{}}
 	runCtx, stopAll := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAll()
 	var ws []*worker.Worker
@@ -245,7 +309,7 @@ func (a *app) demo(c *cli.Context) error {
 		dead := &atomic.Bool{}
 		killed[id] = dead
 		for _, t := range demoTypes {
-			if err := worker.RegisterRaw(w, t, demoHandler(t, id, counts, dead, scale), worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
+			if err := worker.RegisterRaw(w, t, demoHandler(t, id, counts, dead, scale, clk), worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
 				return err
 			}
 		}
@@ -260,7 +324,7 @@ func (a *app) demo(c *cli.Context) error {
 		ws = append(ws, w)
 		ids = append(ids, id)
 	}
-	start := time.Now()
+	start, clockStart := time.Now(), clk.Now()
 	if _, err := q.Enqueue(ctx, jobs...); err != nil {
 		return fmt.Errorf("enqueue the demo's jobs: %w", err)
 	}
@@ -272,26 +336,28 @@ func (a *app) demo(c *cli.Context) error {
 		}()
 	}
 
-	// Watch until the work drains or the bound passes.
+	// Watch until the work drains, the bound passes or Ctrl-C.
 	sum := demoSummary{Jobs: nJobs, Delayed: delayed}
 	deadline := start.Add(bound)
-	killAt := start.Add(scale(1500 * time.Millisecond))
+	killAt := clockStart.Add(scale(1500 * time.Millisecond))
 	frame := 250 * time.Millisecond
 	lineEvery := time.Second
 	lastLine := start
 	var events []string
+	// Times shown are the demo clock's, the one leases and delays run on.
+	stamp := func() string { return fmt.Sprintf("[%5.1fs] ", clk.Now().Sub(clockStart).Seconds()) }
 	event := func(format string, args ...any) {
-		msg := fmt.Sprintf("[%5.1fs] ", time.Since(start).Seconds()) + fmt.Sprintf(format, args...)
+		msg := stamp() + fmt.Sprintf(format, args...)
 		events = append(events, msg)
 		if !tty {
 			fmt.Fprintln(progress, msg)
 		}
 	}
-	event("enqueued %d jobs (%d delayed) and a cron schedule every %v; %d workers running", nJobs, delayed, every, nWorkers)
+	event("enqueued %d jobs (%d delayed) and a cron schedule every %v; %d workers", nJobs, delayed, every, nWorkers)
 	var reps []laneReport
-	covered := false
+	covered, toldFF := false, false
 	for {
-		now := time.Now()
+		now := clk.Now()
 		reps, err = laneReports(ctx, view, demoTypes, 1000, now)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -310,8 +376,8 @@ func (a *app) demo(c *cli.Context) error {
 						w.Kill()
 					}
 				}
-				sum.Killed, sum.KilledHolding, sum.KilledAtMs = id, held, now.Sub(start).Milliseconds()
-				event("killed %s (no cleanup) while it ran %d jobs: they return when their %v leases lapse", id, held, quick.MinLease)
+				sum.Killed, sum.KilledHolding, sum.KilledAtMs = id, held, now.Sub(clockStart).Milliseconds()
+				event("killed %s (no cleanup) while it ran %d jobs; their %v leases must lapse", id, held, quick.MinLease)
 			}
 		}
 		for _, e := range counts.takeEvents() {
@@ -319,31 +385,38 @@ func (a *app) demo(c *cli.Context) error {
 		}
 		if sum.Killed != "" && !covered {
 			if covered = survivorsCover(ws, ids, killed, view.Lanes()); covered {
-				event("the other workers noticed %s stopped beating and now watch all %d lanes", sum.Killed, view.Lanes())
+				event("%s's heartbeat stopped; the others now watch all %d lanes", sum.Killed, view.Lanes())
 			}
 		}
+		// Fast-forward while nothing is ready: the workers keep up, and
+		// what is left is waiting on the clock (leases to lapse, delays to
+		// vest, long jobs to finish).
+		rate := 1.0
+		if sum.Remaining.Ready == 0 && !drained && now.Sub(clockStart) > scale(time.Second) {
+			rate = ff
+		}
+		clk.SetRate(rate)
+		if rate > 1 && !toldFF {
+			toldFF = true
+			event("nothing ready: the demo clock runs ×%g while no job waits for a worker", ff)
+		}
 		if tty {
-			var sb strings.Builder
-			sb.WriteString("\x1b[H\x1b[2J")
-			fmt.Fprintf(&sb, "quick demo: %d workers, %d jobs, embedded engine   %.1fs (bound %v; Ctrl-C stops)\n\n", nWorkers, nJobs, now.Sub(start).Seconds(), bound)
-			renderLanes(&sb, reps, now, true)
-			sb.WriteString("\n" + progressLine(counts, nJobs, sum.Remaining) + "\n\n")
-			for _, e := range events[max(0, len(events)-6):] {
-				sb.WriteString(e + "\n")
-			}
-			io.WriteString(out, sb.String())
-		} else if now.Sub(lastLine) >= lineEvery {
-			lastLine = now
-			fmt.Fprintf(progress, "[%5.1fs] %s\n", now.Sub(start).Seconds(), progressLine(counts, nJobs, sum.Remaining))
+			io.WriteString(out, redraw(demoFrame(demoView{
+				workers: nWorkers, jobs: nJobs, clock: now.Sub(clockStart), real: time.Since(start), bound: bound,
+				rate: rate, reps: reps, counts: counts, left: sum.Remaining, events: events,
+			})))
+		} else if time.Since(lastLine) >= lineEvery {
+			lastLine = time.Now()
+			fmt.Fprintf(progress, "%s%s\n", stamp(), progressLine(counts, nJobs, sum.Remaining))
 		}
 		if drained {
 			sum.Drained = true
-			if !tty && now.Sub(lastLine) > 0 {
-				fmt.Fprintf(progress, "[%5.1fs] %s\n", now.Sub(start).Seconds(), progressLine(counts, nJobs, sum.Remaining))
+			if !tty {
+				fmt.Fprintf(progress, "%s%s\n", stamp(), progressLine(counts, nJobs, sum.Remaining))
 			}
 			break
 		}
-		if !now.Before(deadline) || ctx.Err() != nil {
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
 		select {
@@ -352,6 +425,8 @@ func (a *app) demo(c *cli.Context) error {
 		}
 	}
 	elapsed := time.Since(start)
+	sum.Interrupted = ctx.Err() != nil && !sum.Drained
+	clk.SetRate(1)
 
 	// Stop the workers that are alive, gracefully but bounded.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
@@ -374,25 +449,33 @@ func (a *app) demo(c *cli.Context) error {
 	left := sum.Remaining.Ready + sum.Remaining.Leased + sum.Remaining.Scheduled
 	sum.Completed = int64(nJobs-left) - sum.DeadLetters
 	sum.ElapsedMs = elapsed.Milliseconds()
+	sum.ClockMs = clk.Now().Sub(clockStart).Milliseconds()
 	sum.Runs, sum.Retries, sum.Takeovers = counts.runs.Load(), counts.retries.Load(), counts.takeovers.Load()
 	sum.Resumed, sum.CronRuns = counts.resumed.Load(), counts.cronRuns.Load()
 	sum.Stats = counted.Stats()
 	finished := sum.Completed + sum.DeadLetters + sum.CronRuns
 	sum.PerJob = sum.Stats.Per(finished)
 	for i, w := range ws {
-		sum.Workers = append(sum.Workers, workerStat{ID: ids[i], Stats: w.Stats()})
+		sum.Workers = append(sum.Workers, toWorkerStat(ids[i], w.Stats(), counts.checkpointsOf(ids[i])))
 	}
 	if f == formatJSON {
-		return writeJSON(out, sum)
+		if err := writeJSON(out, sum); err != nil {
+			return err
+		}
+	} else {
+		if tty {
+			fmt.Fprintln(out)
+		}
+		writeDemoSummary(out, sum, bound)
 	}
-	if tty {
-		fmt.Fprintln(out)
+	if sum.Interrupted {
+		return fmt.Errorf("demo %w after %.1fs (Ctrl-C)", errInterrupted, elapsed.Seconds())
 	}
-	writeDemoSummary(out, sum, bound)
 	return nil
 }
 
-// demoMix builds the job mix: 3 long imports that checkpoint, 15% delayed
+// demoMix builds the job mix: 3 long imports that checkpoint, 2 long
+// exports that do not (their leases are renewed), 15% delayed
 // reports, 12% webhooks (half flaky, 30% broken for good), and
 // emails of mixed priority, 5% of which fail once.
 func demoMix(rng *rand.Rand, n int, scale func(time.Duration) time.Duration) ([]quick.NewJob, int) {
@@ -403,10 +486,14 @@ func demoMix(rng *rand.Rand, n int, scale func(time.Duration) time.Duration) ([]
 		nj.TaskType, nj.Payload = t, b
 		jobs = append(jobs, nj)
 	}
+	imports := min(3, n/20+1)
+	exports := min(2, n/50+1)
 	for i := range n {
 		switch r := rng.Float64(); {
-		case i < min(3, n/20+1):
+		case i < imports:
 			add("import", demoJob{N: i, Ms: 400, Steps: 8}, quick.NewJob{Priority: quick.Low})
+		case i < imports+exports:
+			add("export", demoJob{N: i, Ms: int(demoExportTime.Milliseconds())}, quick.NewJob{Priority: quick.Low})
 		case r < 0.15:
 			delayed++
 			d := scale(time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
@@ -438,7 +525,7 @@ func demoMix(rng *rand.Rand, n int, scale func(time.Duration) time.Duration) ([]
 	return jobs, delayed
 }
 
-func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Bool, scale func(time.Duration) time.Duration) worker.Handler[[]byte] {
+func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Bool, scale func(time.Duration) time.Duration, clk clock.Clock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
 		if dead.Load() {
 			return errors.New("killed")
@@ -453,14 +540,19 @@ func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Boo
 		if len(job.Lease.Checkpoint) > 0 {
 			fmt.Sscan(string(job.Lease.Checkpoint), &step)
 		}
+		work := scale(time.Duration(j.Ms) * time.Millisecond)
+		if taskType == "export" {
+			work = time.Duration(j.Ms) * time.Millisecond // longer than its lease's renewal point at any --speed
+		}
 		for ; step < max(j.Steps, 1); step++ {
-			if err := sleepCtx(ctx, scale(time.Duration(j.Ms)*time.Millisecond)); err != nil {
+			if err := sleepCtx(ctx, clk, work); err != nil {
 				return err
 			}
 			if j.Steps > 0 {
 				if err := job.Checkpoint(ctx, []byte(fmt.Sprint(step+1))); err != nil {
 					return err
 				}
+				counts.checkpointed(workerID)
 			}
 		}
 		if dead.Load() {
@@ -506,13 +598,13 @@ func survivorsCover(ws []*worker.Worker, ids []string, killed map[string]*atomic
 	return true
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// sleepCtx sleeps d on clk (the demo's clock, so job times fast-forward
+// with leases and delays).
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	case <-t.C:
+	case <-clk.After(d):
 		return nil
 	}
 }
@@ -538,37 +630,55 @@ func remaining(reps []laneReport) laneRow {
 	return r
 }
 
+// progressLine is the demo's progress: a bar and the story's counters,
+// under 80 columns.
 func progressLine(s *demoCounts, total int, left laneRow) string {
+	return progressBar(s, total) + " · " + leftLine(left)
+}
+
+func progressBar(s *demoCounts, total int) string {
 	done := int(s.done.Load())
-	width := 24
+	width := 16
 	fill := min(width, done*width/max(total, 1))
-	return fmt.Sprintf("%s %d/%d done · left: %d ready, %d leased, %d scheduled · %d retries · %d dead · %d takeovers · %d cron runs",
+	return fmt.Sprintf("%s %d/%d done · %d retries · %d dead · %d takeovers · %d cron",
 		strings.Repeat("█", fill)+strings.Repeat("░", width-fill), done, total,
-		left.Ready, left.Leased, left.Scheduled, s.retries.Load(), s.dead.Load(), s.takeovers.Load(), s.cronRuns.Load())
+		s.retries.Load(), s.dead.Load(), s.takeovers.Load(), s.cronRuns.Load())
+}
+
+func leftLine(left laneRow) string {
+	return fmt.Sprintf("left: %d ready, %d leased, %d scheduled", left.Ready, left.Leased, left.Scheduled)
 }
 
 func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
 	el := time.Duration(s.ElapsedMs) * time.Millisecond
-	if s.Drained {
-		fmt.Fprintf(w, "summary: drained in %.1fs: %d jobs (%d delayed), %d completed, %d dead letters\n",
-			el.Seconds(), s.Jobs, s.Delayed, s.Completed, s.DeadLetters)
-	} else {
-		r := s.Remaining
-		fmt.Fprintf(w, "summary: stopped by the %v bound after %.1fs with %d jobs left (%d ready, %d leased, %d scheduled): %d jobs (%d delayed), %d completed, %d dead letters\n",
-			bound, el.Seconds(), r.Ready+r.Leased+r.Scheduled, r.Ready, r.Leased, r.Scheduled, s.Jobs, s.Delayed, s.Completed, s.DeadLetters)
+	clockEl := time.Duration(s.ClockMs) * time.Millisecond
+	r := s.Remaining
+	switch {
+	case s.Drained:
+		fmt.Fprintf(w, "summary: drained in %.1fs (%.1fs on the demo clock): %d jobs (%d delayed),\n", el.Seconds(), clockEl.Seconds(), s.Jobs, s.Delayed)
+	case s.Interrupted:
+		fmt.Fprintf(w, "summary: interrupted (Ctrl-C) after %.1fs with %d jobs left (%d ready, %d leased,\n  %d scheduled): %d jobs (%d delayed),",
+			el.Seconds(), r.Ready+r.Leased+r.Scheduled, r.Ready, r.Leased, r.Scheduled, s.Jobs, s.Delayed)
+	default:
+		fmt.Fprintf(w, "summary: stopped by the %v bound after %.1fs with %d jobs left (%d ready, %d leased,\n  %d scheduled): %d jobs (%d delayed),",
+			bound, el.Seconds(), r.Ready+r.Leased+r.Scheduled, r.Ready, r.Leased, r.Scheduled, s.Jobs, s.Delayed)
 	}
-	fmt.Fprintf(w, "  runs %d: %d retries after failures, %d lease takeovers (%d resumed from a checkpoint), %d cron runs\n",
-		s.Runs, s.Retries, s.Takeovers, s.Resumed, s.CronRuns)
+	if !s.Drained {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  %d completed, %d dead letters; %d runs: %d retries after failures,\n", s.Completed, s.DeadLetters, s.Runs, s.Retries)
+	fmt.Fprintf(w, "  %d lease takeovers (%d resumed from a checkpoint), %d cron runs\n", s.Takeovers, s.Resumed, s.CronRuns)
 	if s.Killed != "" {
-		fmt.Fprintf(w, "  killed %s at %.1fs while it ran %d jobs\n", s.Killed, float64(s.KilledAtMs)/1000, s.KilledHolding)
+		fmt.Fprintf(w, "  killed %s at %.1fs (demo clock) while it ran %d jobs\n", s.Killed, float64(s.KilledAtMs)/1000, s.KilledHolding)
 	}
 	p := s.PerJob
-	fmt.Fprintf(w, "  FDB operations per job (%d jobs and cron runs; everything counted: enqueue, claims, acks, lease renewals, heartbeats, cron):\n", s.Completed+s.DeadLetters+s.CronRuns)
-	fmt.Fprintf(w, "    %.1f read versions, %.1f point reads, %.1f range reads, %.1f keys read, %.1f mutations, %.0f bytes written, %.1f commits, %.2f conflicts\n",
-		p.ReadVersions, p.Reads, p.RangeReads, p.KeysRead, p.Mutations, p.BytesWritten, p.Commits, p.Conflicts)
+	fmt.Fprintf(w, "  FDB operations per job (%d jobs and cron runs; all counted: enqueue, claims,\n", s.Completed+s.DeadLetters+s.CronRuns)
+	fmt.Fprintf(w, "  acks, lease renewals, checkpoints, heartbeats, cron): %.1f read versions,\n", p.ReadVersions)
+	fmt.Fprintf(w, "    %.1f point reads, %.1f range reads, %.1f keys read, %.1f mutations,\n", p.Reads, p.RangeReads, p.KeysRead, p.Mutations)
+	fmt.Fprintf(w, "    %.0f bytes written, %.1f commits, %.2f conflicts\n", p.BytesWritten, p.Commits, p.Conflicts)
 	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
 	for _, ws := range s.Workers {
-		fmt.Fprintf(w, "  %s: claimed %d, completed %d, failed %d, dead-lettered %d, lease renewals %d\n",
-			ws.ID, ws.Claimed, ws.Completed, ws.Failed, ws.DeadLettered, ws.Extensions)
+		fmt.Fprintf(w, "  %s: done %d, failed %d, dead %d; lease renewals %d, checkpoints %d\n",
+			ws.ID, ws.Completed, ws.Failed, ws.DeadLettered, ws.LeaseRenewals, ws.Checkpoints)
 	}
 }

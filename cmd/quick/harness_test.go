@@ -78,7 +78,7 @@ func (h *harness) run(args ...string) result {
 func runApp(d deps, out, errb *bytes.Buffer, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := newApp(d).RunContext(ctx, append([]string{"quick"}, args...))
+	err := run(ctx, d, append([]string{"quick"}, args...))
 	return result{stdout: out.String(), stderr: errb.String(), err: err}
 }
 

@@ -43,11 +43,34 @@ func (a *app) jobsCommand() *cli.Command {
 				Action:    a.jobsShow,
 			},
 			{
-				Name:      "cancel",
-				Usage:     "delete a scheduled, ready or leased job, or a dead letter (asks for confirmation)",
+				Name: "cancel",
+				Usage: "delete a scheduled, ready or leased job, or a dead letter; or, with --type and no ID, " +
+					"the jobs the filter flags select, in batches (asks for confirmation)",
+				ArgsUsage: "ID | --type TYPE [filters]",
+				Flags:     append([]cli.Flag{yesFlag, outputFlag(false)}, filterFlags()...),
+				Action: func(c *cli.Context) error {
+					if c.NArg() == 0 && c.IsSet("type") {
+						return a.jobsCancelFiltered(c)
+					}
+					return a.jobsCancel(c)
+				},
+			},
+			{
+				Name:      "run-now",
+				Usage:     "make a scheduled job run now (keeps its attempts, payload and checkpoint)",
 				ArgsUsage: "ID",
-				Flags:     []cli.Flag{yesFlag, outputFlag(false)},
-				Action:    a.jobsCancel,
+				Flags:     []cli.Flag{outputFlag(false)},
+				Action:    a.jobsRunNow,
+			},
+			{
+				Name:      "wait",
+				Usage:     "wait until a waitable job finishes and print how (exit 0 only if it completed)",
+				ArgsUsage: "ID",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long (default: wait until interrupted)"},
+					outputFlag(false),
+				},
+				Action: a.jobsWait,
 			},
 			{
 				Name:      "retry",
@@ -67,7 +90,7 @@ func typeFlag() *cli.StringFlag {
 // jobArg parses the single job ID argument.
 func jobArg(c *cli.Context) (quick.ID, error) {
 	if c.NArg() != 1 {
-		return quick.ID{}, fmt.Errorf("%s needs one job ID argument, got %d", c.Command.FullName(), c.NArg())
+		return quick.ID{}, newUsageError(c, fmt.Errorf("%s needs one job ID argument, got %d", commandPath(c), c.NArg()))
 	}
 	id, err := quick.ParseID(c.Args().First())
 	if err != nil {
@@ -84,6 +107,9 @@ func (a *app) jobsList(c *cli.Context) error {
 	opts := quick.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
 	if opts.Limit <= 0 {
 		return fmt.Errorf("invalid --limit %d: want a positive number", opts.Limit)
+	}
+	if err := checkTypes(c.Context, q, opts.TaskType); err != nil {
+		return err
 	}
 	for _, l := range c.IntSlice("lane") {
 		if l < 0 || l >= q.Lanes() {
@@ -188,9 +214,19 @@ func (a *app) jobFromArg(c *cli.Context) (format, *quick.Queue, quick.JobInfo, e
 }
 
 func (a *app) jobsShow(c *cli.Context) error {
-	f, _, j, err := a.jobFromArg(c)
+	f, q, j, err := a.jobFromArg(c)
 	if err != nil {
 		return err
+	}
+	if j.State == quick.StateFinished {
+		// A waitable job's recorded outcome tells completed from cancelled.
+		if o, err := q.Outcome(c.Context, j.ID); err == nil && o.Kind != quick.OutcomeFinished {
+			if f == formatJSON {
+				return writeJSON(a.d.Stdout, outcomeJSON(o))
+			}
+			a.printOutcome(o)
+			return nil
+		}
 	}
 	if f == formatJSON {
 		return writeJSON(a.d.Stdout, toJobJSON(j, true))
@@ -293,7 +329,7 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		ID       string `json:"id"`
 		Requeued bool   `json:"requeued"`
 	}
-	var done []result
+	done := []result{}
 	for _, id := range ids {
 		j, err := q.Get(c.Context, id)
 		if err != nil {
@@ -303,8 +339,8 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		switch j.State {
 		case quick.StateDead:
 		case quick.StateScheduled:
-			return fmt.Errorf("job %s is scheduled for %s (%s): running a scheduled job early is not supported "+
-				"(the queue has no \"run now\"); cancel it and enqueue it again without --delay", id, fmtTime(j.RunAt), fmtRel(j.RunAt, now))
+			return fmt.Errorf("job %s is scheduled for %s (%s): nothing to retry; `quick jobs run-now %s` runs it now",
+				id, fmtTime(j.RunAt), fmtRel(j.RunAt, now), id)
 		case quick.StateReady:
 			return fmt.Errorf("job %s is already ready (vested %s, attempt %s): nothing to retry, a worker will take it", id, fmtRel(j.RunAt, now), attempts(j))
 		case quick.StateLeased:
@@ -321,7 +357,9 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 		}
 	}
 	if f == formatJSON {
-		return writeJSON(a.d.Stdout, done)
+		return writeJSON(a.d.Stdout, struct {
+			Jobs []result `json:"jobs"`
+		}{done})
 	}
 	return nil
 }
@@ -341,6 +379,7 @@ func (a *app) enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
 			&cli.StringFlag{Name: "item-space", Usage: "tenant the job belongs to, for inspection"},
+			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for `quick jobs wait` (one more key per job)"},
 			outputFlag(false),
 		},
 		Action: a.enqueue,
@@ -372,6 +411,7 @@ func (a *app) enqueue(c *cli.Context) error {
 	job := quick.NewJob{
 		TaskType: c.String("type"), Payload: payload, Priority: prio, Delay: c.Duration("delay"),
 		UniqueKey: c.String("unique"), MaxAttempts: c.Int("max-attempts"), ItemSpace: c.String("item-space"),
+		Waitable: c.Bool("waitable"),
 	}
 	if at := c.Timestamp("at"); at != nil {
 		job.RunAt = *at

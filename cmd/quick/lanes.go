@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -23,14 +22,12 @@ func (a *app) lanesCommand() *cli.Command {
 		Description: "Counts come from bounded scans (quick.LaneCounts): one range read per lane and priority,\n" +
 			"at most --budget keys each. A count shown as ≥N hit the budget and is a lower bound.\n" +
 			"Load is ready + leased jobs per lane; the strip scales it to the busiest lane (· is an empty lane).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
 			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
-			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh every --interval until interrupted"},
-			&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "refresh period for --watch"},
 			&cli.BoolFlag{Name: "compact", Usage: "one summary line and load strip per type, no per-lane rows"},
 			outputFlag(false),
-		},
+		}, watchFlags()...),
 		Action: a.lanes,
 	}
 }
@@ -62,52 +59,27 @@ func (a *app) lanes(c *cli.Context) error {
 	if budget <= 0 {
 		return fmt.Errorf("invalid --budget %d: want a positive number of keys per range", budget)
 	}
-	interval := c.Duration("interval")
-	if c.Bool("watch") && interval <= 0 {
-		return fmt.Errorf("invalid --interval %v: want a positive duration", interval)
-	}
 	q, err := a.queue(c)
 	if err != nil {
 		return err
 	}
-	tty := a.d.IsTerminal(a.d.Stdout)
-	for frame := 0; ; frame++ {
+	if err := checkTypes(c.Context, q, c.StringSlice("type")...); err != nil {
+		return err
+	}
+	return a.watch(c, "lanes", func(w io.Writer) error {
 		before := a.stats()
 		reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
 		if err != nil {
-			if c.Bool("watch") && errors.Is(err, context.Canceled) {
-				return nil
-			}
 			return err
 		}
 		cost := a.stats().Sub(before)
 		if f == formatJSON {
-			if err := writeJSON(a.d.Stdout, lanesJSON{Types: reps, Budget: budget, Cost: costOf(cost)}); err != nil {
-				return err
-			}
-		} else {
-			var sb strings.Builder
-			if c.Bool("watch") {
-				if tty {
-					sb.WriteString("\x1b[H\x1b[2J")
-				} else if frame > 0 {
-					sb.WriteString("\n")
-				}
-				fmt.Fprintf(&sb, "quick lanes  %s  %s  (every %v; Ctrl-C stops)\n\n", describeSpace(c), fmtTime(a.now()), interval)
-			}
-			renderLanes(&sb, reps, a.now(), c.Bool("compact"))
-			fmt.Fprintf(&sb, "cost: %d range reads, %d keys read (budget %d keys per range)\n", cost.RangeReads, cost.KeysRead, budget)
-			io.WriteString(a.d.Stdout, sb.String())
+			return writeJSON(w, lanesJSON{Types: reps, Budget: budget, Cost: costOf(cost)})
 		}
-		if !c.Bool("watch") {
-			return nil
-		}
-		select {
-		case <-c.Context.Done():
-			return nil
-		case <-a.d.Clock.After(interval):
-		}
-	}
+		renderLanes(w, reps, a.now(), c.Bool("compact"))
+		fmt.Fprintf(w, "cost: %d range reads, %d keys read (budget %d keys per range)\n", cost.RangeReads, cost.KeysRead, budget)
+		return nil
+	})
 }
 
 type lanesJSON struct {

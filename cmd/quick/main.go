@@ -16,7 +16,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,10 +25,27 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp(realDeps())
-	if err := app.RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "quick: %v\n", err)
+	if err := run(ctx, realDeps(), os.Args); err != nil {
+		report(os.Stderr, err)
 		stop()
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// errInterrupted is returned by a command stopped by Ctrl-C (or SIGTERM)
+// before its work was done.
+var errInterrupted = errors.New("interrupted")
+
+// exitCode is the process's exit status for a failed run: 2 for a command
+// line the parser refused, 130 (128 + SIGINT, as shells report it) for an
+// interrupted command, 1 otherwise.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return 2
+	case errors.Is(err, errInterrupted):
+		return 130
+	}
+	return 1
 }

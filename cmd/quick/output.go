@@ -25,7 +25,8 @@ const (
 )
 
 func outputFormat(c *cli.Context) (format, error) {
-	switch s := globalString(c, flagOutput); s {
+	s := globalString(c, flagOutput)
+	switch strings.ToLower(s) {
 	case "", "table", "text":
 		return formatTable, nil
 	case "json":

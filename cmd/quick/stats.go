@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 func (a *app) statsCommand() *cli.Command {
@@ -13,13 +17,20 @@ func (a *app) statsCommand() *cli.Command {
 		Usage: "per task type: ready, leased, scheduled and dead jobs, and the oldest ready job's age",
 		Description: "Ready, leased and scheduled come from the same bounded scans as `lanes` (≥N marks a lower bound);\n" +
 			"dead is an exact counter (one read per type).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
 			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
 			outputFlag(false),
-		},
+		}, watchFlags()...),
 		Action: a.statsAction,
 	}
+}
+
+// statsJSON is stats in JSON output: an object, as every command's JSON
+// output is, so fields can be added without breaking readers.
+type statsJSON struct {
+	Types  []statsRow         `json:"types"`
+	Duties []worker.DutyState `json:"duties"`
 }
 
 type statsRow struct {
@@ -31,6 +42,7 @@ type statsRow struct {
 	Dead             int64      `json:"dead"`
 	OldestReady      *time.Time `json:"oldest_ready,omitempty"`
 	OldestReadyAgeMs *int64     `json:"oldest_ready_age_ms,omitempty"`
+	Paused           bool       `json:"paused,omitempty"`
 }
 
 func (a *app) statsAction(c *cli.Context) error {
@@ -46,35 +58,68 @@ func (a *app) statsAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTypes(c.Context, q, c.StringSlice("type")...); err != nil {
+		return err
+	}
+	return a.watch(c, "stats", func(w io.Writer) error {
+		rows, err := a.statsRows(c, q, budget)
+		if err != nil {
+			return err
+		}
+		if f == formatJSON {
+			duties, err := worker.DutyStates(c.Context, q)
+			if err != nil {
+				return err
+			}
+			if duties == nil {
+				duties = []worker.DutyState{}
+			}
+			return writeJSON(w, statsJSON{Types: rows, Duties: duties})
+		}
+		renderStats(w, rows)
+		return printDuties(c.Context, w, q)
+	})
+}
+
+// statsRows reads one frame of stats: the lanes' bounded scans, one
+// dead-letter counter read per type, and one range read of the paused
+// types.
+func (a *app) statsRows(c *cli.Context, q *quick.Queue, budget int) ([]statsRow, error) {
 	reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
 	if err != nil {
-		return err
+		return nil, err
+	}
+	paused, err := q.PausedTypes(c.Context)
+	if err != nil {
+		return nil, err
 	}
 	rows := []statsRow{}
 	for _, r := range reps {
 		dead, err := q.DeadCount(c.Context, r.TaskType)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		t := r.Total
 		rows = append(rows, statsRow{TaskType: r.TaskType, Ready: t.Ready, Leased: t.Leased, Scheduled: t.Scheduled,
-			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs})
+			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs, Paused: !paused[r.TaskType].IsZero()})
 	}
-	if f == formatJSON {
-		return writeJSON(a.d.Stdout, rows)
-	}
+	return rows, nil
+}
+
+func renderStats(w io.Writer, rows []statsRow) {
 	if len(rows) == 0 {
-		fmt.Fprintln(a.d.Stdout, "no task types yet: nothing was ever enqueued in this queue")
-		return nil
+		fmt.Fprintln(w, "no task types yet: nothing was ever enqueued in this queue")
+		return
 	}
-	tw := newTable(a.d.Stdout)
+	tw := newTable(w)
 	row(tw, "TASK TYPE", "READY", "LEASED", "SCHEDULED", "DEAD", "OLDEST READY")
 	for _, r := range rows {
-		row(tw, r.TaskType, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
+		name := r.TaskType
+		if r.Paused {
+			name += " (paused)"
+		}
+		row(tw, name, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
 			r.Dead, ageCell(laneRow{OldestReadyAgeMs: r.OldestReadyAgeMs}))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return printDuties(c.Context, a.d.Stdout, q)
+	tw.Flush()
 }

@@ -70,7 +70,7 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 			return nil, err
 		}
 		for _, t := range demoTypes {
-			if err := worker.RegisterRaw(w, t, demoHandler(t, id, counts, never, scale), worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
+			if err := worker.RegisterRaw(w, t, demoHandler(t, id, counts, never, scale, clock.Real()), worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
 				cancel()
 				mem.Close()
 				return nil, err

@@ -114,7 +114,9 @@ func (a *app) workers(c *cli.Context) error {
 		if rows == nil {
 			rows = []workerRow{}
 		}
-		return writeJSON(a.d.Stdout, rows)
+		return writeJSON(a.d.Stdout, struct {
+			Workers []workerRow `json:"workers"`
+		}{rows})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(a.d.Stdout, "no workers registered")

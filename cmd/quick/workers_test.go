@@ -50,8 +50,12 @@ func TestWorkers(t *testing.T) {
 	golden(t, "workers", h.ok("workers"))
 	h.clk.Advance(5 * time.Second)
 	out := h.ok("workers", "--type", "email", "-o", "json")
-	var rows []workerRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var doc struct {
+		Workers []workerRow `json:"workers"`
+	}
+	err := json.Unmarshal([]byte(out), &doc)
+	rows := doc.Workers
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Status != "stale" || rows[0].Host != "host-1" || rows[0].NumLanes != 16 ||

@@ -1,0 +1,94 @@
+// Command readme is the README's code. Every Go snippet in README.md is a
+// region of this file, between a "readme:begin NAME" and a "readme:end"
+// comment line; main_test.go checks that the README quotes these regions
+// exactly and runs each of them, so the README's code always compiles and
+// does what the README says.
+//
+// As a program it is the README's worker binary for one task type:
+//
+//	go run ./examples/readme -embedded
+//	go run -tags fdb ./examples/readme -cluster-file /etc/foundationdb/fdb.cluster
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
+)
+
+// readme:begin args
+type SendEmail struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+func (SendEmail) Kind() string { return "send_email" }
+
+// readme:end
+
+// openFDB opens FoundationDB the way the README does.
+func openFDB() (kv.Database, error) {
+	// readme:begin open
+	db, err := fdbkv.Open("") // "" is FDB's default cluster file; needs a build with -tags fdb
+	// readme:end
+	return db, err
+}
+
+// signUp is the README's enqueue: the user's row and the welcome email's
+// job commit in one transaction, or neither does.
+func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) error {
+	// readme:begin enqueue
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	if err != nil {
+		return err
+	}
+	id := quick.NewID(time.Now()) // once, outside the retry loop: makes a retry after 1021 safe
+	return db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set(userKey, userValue)
+		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{ID: id})
+		return err
+	})
+	// readme:end
+}
+
+// send stands for the application's mail client.
+var send = func(ctx context.Context, to, subject string) error {
+	fmt.Printf("sent %q to %s\n", subject, to)
+	return nil
+}
+
+// runWorker is the README's worker with a typed handler.
+func runWorker(ctx context.Context, q *quick.Queue) error {
+	// readme:begin worker
+	w, err := worker.New(worker.Config{Queue: q})
+	if err != nil {
+		return err
+	}
+	err = worker.Register(w, func(ctx context.Context, job *worker.Job[SendEmail]) error {
+		return send(ctx, job.Args.To, job.Args.Subject) // an error retries with backoff
+	}, worker.HandlerOptions{Concurrency: 20})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx) // until ctx is done; then finishes or releases its jobs
+	// readme:end
+}
+
+func sendEmail(ctx context.Context, job *worker.Job[SendEmail]) error {
+	return send(ctx, job.Args.To, job.Args.Subject)
+}
+
+// readme:begin main
+func main() {
+	worker.Main(func(w *worker.Worker) error {
+		return worker.Register(w, sendEmail, worker.HandlerOptions{Concurrency: 20})
+	})
+}
+
+// readme:end

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// TestMain lets TestMainRegion run this package's main as a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("QUICKFDB_README_MAIN") == "1" {
+		os.Args = []string{"readme", "-embedded", "-log-level", "debug"}
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// regions reads the "readme:begin NAME" ... "readme:end" regions of
+// main.go, with the indentation of their first line removed.
+func regions(t *testing.T) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var name string
+	var lines []string
+	for _, l := range strings.Split(string(src), "\n") {
+		trim := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(trim, "// readme:begin "):
+			name, lines = strings.TrimPrefix(trim, "// readme:begin "), nil
+		case trim == "// readme:end":
+			indent := ""
+			if len(lines) > 0 {
+				indent = lines[0][:len(lines[0])-len(strings.TrimLeft(lines[0], "\t"))]
+			}
+			for i := range lines {
+				lines[i] = strings.TrimPrefix(lines[i], indent)
+			}
+			out[name] = strings.TrimRight(strings.Join(lines, "\n"), "\n")
+			name = ""
+		case name != "":
+			lines = append(lines, l)
+		}
+	}
+	return out
+}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)\n```")
+
+// TestReadmeQuotesThisFile: every Go block of README.md is one of this
+// package's regions, verbatim, and every region is quoted.
+func TestReadmeQuotesThisFile(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := regions(t)
+	if len(regs) < 4 {
+		t.Fatalf("found %d regions in main.go", len(regs))
+	}
+	quoted := map[string]bool{}
+	for _, m := range goBlock.FindAllStringSubmatch(string(readme), -1) {
+		block := m[1]
+		found := ""
+		for name, r := range regs {
+			if r == block {
+				found = name
+			}
+		}
+		if found == "" {
+			t.Errorf("README.md has a Go block that is no region of examples/readme/main.go (copy the region instead):\n%s", block)
+			continue
+		}
+		quoted[found] = true
+	}
+	for name := range regs {
+		if !quoted[name] {
+			t.Errorf("region %q of examples/readme/main.go is not quoted in README.md", name)
+		}
+	}
+}
+
+func TestOpenRegion(t *testing.T) {
+	db, err := openFDB()
+	if err != nil && !errors.Is(err, fdbkv.ErrNotBuilt) {
+		t.Fatalf("fdbkv.Open: %v", err)
+	}
+	if err == nil && db == nil {
+		t.Fatal("no database and no error")
+	}
+}
+
+// TestEnqueueAndWorkerRegions: the user's row and its job commit together,
+// and the README's worker sends the email.
+func TestEnqueueAndWorkerRegions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := memkv.Open(memkv.Options{})
+	defer db.Close()
+	if err := signUp(ctx, db, []byte("user/ada"), []byte("Ada")); err != nil {
+		t.Fatal(err)
+	}
+	var row []byte
+	if err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) (err error) {
+		row, err = tr.Get([]byte("user/ada")).Get()
+		return err
+	}); err != nil || string(row) != "Ada" {
+		t.Fatalf("user row: %q %v", row, err)
+	}
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var sent []string
+	runCtx, stop := context.WithCancel(ctx)
+	send = func(_ context.Context, to, subject string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, to+" "+subject)
+		stop()
+		return nil
+	}
+	defer func() { send = nil }()
+	if err := runWorker(runCtx, q); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0] != "ada@example.com Welcome" {
+		t.Errorf("sent %q", sent)
+	}
+}
+
+// TestMainRegion runs main (worker.Main) as a process on the embedded
+// engine and stops it with SIGINT: it starts, registers send_email, and
+// exits 0.
+func TestMainRegion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^$")
+	cmd.Env = append(os.Environ(), "QUICKFDB_README_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	started := false
+	var log []string
+	for sc.Scan() {
+		log = append(log, sc.Text())
+		if strings.Contains(sc.Text(), "worker: starting") && strings.Contains(sc.Text(), "send_email") {
+			started = true
+			break
+		}
+	}
+	if !started {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("main did not start a send_email worker:\n%s", strings.Join(log, "\n"))
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("main after SIGINT: %v", err)
+	}
+}

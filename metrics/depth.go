@@ -1,0 +1,268 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// DepthOptions configure a DepthReporter.
+type DepthOptions struct {
+	Queue *quick.Queue
+	// Holder names this process in the lease (a worker's ID). Required.
+	Holder string
+	// TaskTypes to measure; nil measures every type the queue knows.
+	TaskTypes []string
+	// Interval between measurements. Default 15 s. The lease lasts three
+	// intervals, so a dead holder is replaced within 3 × Interval.
+	Interval time.Duration
+	// Budget is the most keys read per lane and priority range
+	// (quick.LaneCounts); beyond it counts are lower bounds. Default 1000.
+	Budget int
+	Logger *slog.Logger
+}
+
+// DepthReporter measures queue depth for the whole fleet from one process
+// at a time. Every reporter tries, each Interval, to take or renew a lease
+// key, S(1,"metrics","depth") beside the queue's keys, holding the holder's
+// name and the lease's end; only the holder then scans the queue
+// (quick.LaneCounts and quick.DeadCount per task type) and reports the
+// gauges, so Prometheus sees one series per task type and state whatever
+// the number of workers.
+//
+// Cost per Interval: each reporter, one transaction with one point read and
+// (holder, or taking over) one write of the lease key; the holder alone,
+// per task type, 3 × lanes bounded range reads and one point read. Nothing
+// per job.
+type DepthReporter struct {
+	o     DepthOptions
+	key   []byte
+	depth metric.Int64ObservableGauge
+	age   metric.Float64ObservableGauge
+
+	mu      sync.Mutex
+	until   time.Time // end of our lease, zero if not held
+	samples []depthSample
+}
+
+type depthSample struct {
+	taskType                       string
+	ready, leased, scheduled, dead int64
+	exact                          bool
+	oldestReady                    time.Time
+}
+
+// NewDepthReporter registers the gauges quickfdb.queue.depth (attributes
+// task_type, state: ready, leased, scheduled, dead) and
+// quickfdb.queue.oldest_ready_age (seconds) with mp. Run measures.
+func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, error) {
+	if o.Queue == nil || o.Holder == "" {
+		return nil, errors.New("metrics: DepthOptions need a Queue and a Holder")
+	}
+	if o.Interval <= 0 {
+		o.Interval = 15 * time.Second
+	}
+	if o.Budget <= 0 {
+		o.Budget = 1000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	r := &DepthReporter{o: o, key: o.Queue.Root().Sub("metrics").Pack(tuple.Tuple{"depth"})}
+	meter := mp.Meter("github.com/quickfdb/quickfdb/metrics")
+	var err error
+	if r.depth, err = meter.Int64ObservableGauge("quickfdb.queue.depth",
+		metric.WithDescription("Jobs per task type and state (ready, leased, scheduled, dead), measured by one process of the fleet."),
+		metric.WithUnit("{job}")); err != nil {
+		return nil, err
+	}
+	if r.age, err = meter.Float64ObservableGauge("quickfdb.queue.oldest_ready_age",
+		metric.WithDescription("Age of the longest-waiting ready job per task type (0 if none)."), metric.WithUnit("s")); err != nil {
+		return nil, err
+	}
+	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.o.Queue.Now()
+	if !now.Before(r.until) {
+		return nil // not the holder (or the lease ran out): report nothing
+	}
+	for _, s := range r.samples {
+		tt := attribute.String("task_type", s.taskType)
+		for _, st := range []struct {
+			name string
+			n    int64
+		}{{"ready", s.ready}, {"leased", s.leased}, {"scheduled", s.scheduled}, {"dead", s.dead}} {
+			o.ObserveInt64(r.depth, st.n, metric.WithAttributes(tt, attribute.String("state", st.name), attribute.Bool("exact", s.exact || st.name == "dead")))
+		}
+		age := 0.0
+		if !s.oldestReady.IsZero() {
+			age = now.Sub(s.oldestReady).Seconds()
+		}
+		o.ObserveFloat64(r.age, age, metric.WithAttributes(tt))
+	}
+	return nil
+}
+
+// Holding reports whether this reporter holds the lease now.
+func (r *DepthReporter) Holding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.o.Queue.Now().Before(r.until)
+}
+
+// Run measures every Interval until ctx is done.
+func (r *DepthReporter) Run(ctx context.Context) error {
+	clk := r.o.Queue.Options().Clock
+	for {
+		if err := r.Round(ctx); err != nil && ctx.Err() == nil {
+			r.o.Logger.Warn("metrics: queue depth round failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-clk.After(r.o.Interval):
+		}
+	}
+}
+
+// Round takes or renews the lease and, if held, measures once.
+func (r *DepthReporter) Round(ctx context.Context) error {
+	held, err := r.lease(ctx)
+	if err != nil || !held {
+		return err
+	}
+	samples, err := r.measure(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.samples = samples
+	r.mu.Unlock()
+	return nil
+}
+
+// lease takes the lease if it is free, lapsed or ours.
+//
+// Keys: reads S(1,"metrics","depth"); sets it when taking or renewing.
+func (r *DepthReporter) lease(ctx context.Context) (bool, error) {
+	q := r.o.Queue
+	var until time.Time
+	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
+		until = time.Time{}
+		v, err := tr.Get(r.key).Get()
+		if err != nil {
+			return err
+		}
+		now := q.Now()
+		if v != nil {
+			holder, end, err := decodeLease(v)
+			if err == nil && holder != r.o.Holder && now.Before(end) {
+				return nil // another process measures
+			}
+		}
+		until = now.Add(3 * r.o.Interval)
+		tr.Set(r.key, encodeLease(r.o.Holder, until))
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("metrics: depth lease: %w", err)
+	}
+	r.mu.Lock()
+	r.until = until
+	r.mu.Unlock()
+	return !until.IsZero(), nil
+}
+
+func (r *DepthReporter) measure(ctx context.Context) ([]depthSample, error) {
+	q := r.o.Queue
+	types := r.o.TaskTypes
+	if types == nil {
+		var err error
+		if types, err = q.TaskTypes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]depthSample, 0, len(types))
+	for _, t := range types {
+		ls, err := q.LaneCounts(ctx, t, r.o.Budget)
+		if err != nil {
+			return nil, err
+		}
+		s := depthSample{taskType: t, exact: true}
+		for _, l := range ls {
+			s.ready += int64(l.Ready)
+			s.leased += int64(l.Leased)
+			s.scheduled += int64(l.Scheduled)
+			s.exact = s.exact && l.Exact
+			if !l.OldestReady.IsZero() && (s.oldestReady.IsZero() || l.OldestReady.Before(s.oldestReady)) {
+				s.oldestReady = l.OldestReady
+			}
+		}
+		if s.dead, err = q.DeadCount(ctx, t); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// The lease value: field 1 the holder, field 2 the lease's end (Unix ms).
+func encodeLease(holder string, until time.Time) []byte {
+	b := protowire.AppendTag(nil, 1, protowire.BytesType)
+	b = protowire.AppendString(b, holder)
+	b = protowire.AppendTag(b, 2, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(until.UnixMilli()))
+}
+
+var errBadLease = errors.New("metrics: corrupt depth lease value")
+
+func decodeLease(b []byte) (string, time.Time, error) {
+	var holder string
+	var ms uint64
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", time.Time{}, errBadLease
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			s, m := protowire.ConsumeString(b)
+			if m < 0 {
+				return "", time.Time{}, errBadLease
+			}
+			holder, b = s, b[m:]
+		case num == 2 && typ == protowire.VarintType:
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return "", time.Time{}, errBadLease
+			}
+			ms, b = v, b[m:]
+		default:
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 {
+				return "", time.Time{}, errBadLease
+			}
+			b = b[m:]
+		}
+	}
+	return holder, time.UnixMilli(int64(ms)), nil
+}

@@ -1,0 +1,58 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// RunNow makes a scheduled job vest now, keeping its attempts, payload and
+// checkpoint, and wakes the task type's idle workers. A job that is
+// already ready is left as it is (nil error); a leased one, a dead letter
+// (see Requeue) or a finished one is an error.
+//
+// Keys: the lookup's reads (record, schedule key), then clears the old
+// schedule key, sets the new one and the record, adds 1 to S(1,"wake",type).
+func (q *Queue) RunNow(ctx context.Context, id ID) error {
+	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+		info, key, err := q.lookup(tr.Snapshot(), id)
+		if err != nil {
+			return err
+		}
+		switch info.State {
+		case StateReady:
+			return nil
+		case StateScheduled:
+		default:
+			return fmt.Errorf("%w: %s is %s: only a scheduled job can run now", ErrInvalidOption, id, info.State)
+		}
+		// Serializable reads: a claim or cancel meanwhile conflicts.
+		sv, err := tr.Get(key).Get()
+		if err != nil {
+			return err
+		}
+		rv, err := tr.Get(q.k.jobKey(id)).Get()
+		if err != nil {
+			return err
+		}
+		if sv == nil || rv == nil {
+			return fmt.Errorf("%w: %s moved meanwhile", ErrNotFound, id)
+		}
+		var rec record
+		if err := rec.unmarshal(rv); err != nil {
+			return fmt.Errorf("quick: job %s: %w", id, err)
+		}
+		newKey, lane, vestMs := q.k.place(info.TaskType, info.Priority, q.Now(), id, q.lanes)
+		tr.Clear(key)
+		tr.Set(newKey, sv)
+		rec.PlacedAtMs, rec.PlacedLane = vestMs, int64(lane)
+		tr.Set(q.k.jobKey(id), rec.marshal())
+		tr.Add(q.k.wakeKey(info.TaskType), le64(1))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("quick: run %s now: %w", id, err)
+	}
+	return nil
+}
