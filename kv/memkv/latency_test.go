@@ -112,4 +112,9 @@ func TestTimeoutDuringCommit(t *testing.T) {
 	if !kv.IsMaybeCommitted(err) {
 		t.Fatalf("timeout during commit not maybe-committed: %#v", err)
 	}
+	// OnError refuses to retry a timeout and hands back the commit's
+	// error, still maybe-committed, as the FDB adapter does.
+	if rerr := tr.OnError(err); kv.Code(rerr) != 1031 || !kv.IsMaybeCommitted(rerr) {
+		t.Fatalf("OnError after a timeout during commit = %#v, want the maybe-committed 1031", rerr)
+	}
 }

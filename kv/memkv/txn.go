@@ -124,6 +124,12 @@ func (t *txn) OnError(err error) error {
 	t.checkDeadlineLocked()
 	if gerr := t.g.failure(); gerr != nil {
 		t.mu.Unlock()
+		// The attempt failed with err itself (a timeout or cancel that
+		// struck a commit in flight): hand err back, DuringCommit kept, as
+		// the FDB adapter does for the same code.
+		if kv.Code(gerr) == kv.Code(err) {
+			return err
+		}
 		return gerr
 	}
 	limitHit := t.retryLimit != -1 && t.retries >= t.retryLimit
