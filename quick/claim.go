@@ -170,9 +170,32 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 		return nil
 	})
 	if err != nil {
+		if kv.IsMaybeCommitted(err) && len(res.Jobs) > 0 {
+			q.releaseUnknown(ctx, res.Jobs, opts.Timeout)
+		}
 		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	return res, nil
+}
+
+// releaseUnknown hands back the leases of a claim that ended without
+// knowing whether it committed (its context ended while a commit was in
+// flight, or its timeouts struck every recovery): nobody will run them, and
+// left leased they would lapse with an attempt spent, so that a job with one
+// attempt would be dead-lettered without ever running. A release spends no
+// attempt and changes nothing where the claim did not commit (the token
+// check fails). It runs on its own short deadline, since ctx may be over.
+func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Duration) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	acks := make([]Ack, len(ls))
+	for i, l := range ls {
+		acks[i] = Ack{Lease: l, Kind: AckRelease}
+	}
+	if _, err := q.Ack(rctx, acks...); err != nil {
+		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
+			"jobs", len(ls), "err", err)
+	}
 }
 
 func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {

@@ -100,6 +100,13 @@ type record struct {
 	State       jobState
 	DeadAtMs    int64
 	Attempts    int64 // runs started, as of the last re-placement
+	// RequeuedAtMs is when the job was last taken out of the dead letters,
+	// so a Requeue retried after commit_unknown_result finds its own.
+	RequeuedAtMs int64
+	// Quarantined marks a dead letter made from a record that did not
+	// decode: it holds no payload, so it cannot be requeued. The raw bytes
+	// are kept under S(1,"x",...).
+	Quarantined bool
 }
 
 func (r *record) marshal() []byte {
@@ -120,6 +127,10 @@ func (r *record) marshal() []byte {
 	b = wire.AppendVarint(b, 11, uint64(r.State))
 	b = wire.AppendVarint(b, 12, uint64(r.DeadAtMs))
 	b = wire.AppendVarint(b, 13, uint64(r.Attempts))
+	b = wire.AppendVarint(b, 14, uint64(r.RequeuedAtMs))
+	if r.Quarantined {
+		b = wire.AppendVarint(b, 15, 1)
+	}
 	return b
 }
 
@@ -153,6 +164,10 @@ func (r *record) unmarshal(b []byte) error {
 			r.DeadAtMs = int64(x)
 		case 13:
 			r.Attempts = int64(x)
+		case 14:
+			r.RequeuedAtMs = int64(x)
+		case 15:
+			r.Quarantined = x != 0
 		}
 		return nil
 	})

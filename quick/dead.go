@@ -117,9 +117,18 @@ func decodeCounter(v []byte) int64 {
 }
 
 // Requeue takes a job out of the dead letters and runs it now with its
-// attempts reset, keeping its payload and checkpoint.
+// attempts reset, keeping its payload and checkpoint. The time it runs at is
+// fixed before the retry loop and kept in the record, so a retry after an
+// unknown commit result recognises its own requeue instead of reporting the
+// job not dead.
+//
+// Keys: reads S(1,"j",id) and S(1,"c",id) (snapshot); clears
+// S(1,"d",type,ms,id); sets S(1,"s",...) and S(1,"j",id); adds to
+// S(1,"dn",type). Bound: 5 keys, one record (at most 100 kB).
 func (q *Queue) Requeue(ctx context.Context, id ID) error {
-	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+	now := q.Now()
+	applied := false
+	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		v, err := tr.Get(q.k.jobKey(id)).Get()
 		if err != nil {
 			return err
@@ -131,14 +140,19 @@ func (q *Queue) Requeue(ctx context.Context, id ID) error {
 		if err := rec.unmarshal(v); err != nil {
 			return err
 		}
+		if maybeCommitted && applied && rec.RequeuedAtMs == now.UnixMilli() {
+			return nil // the earlier attempt's requeue committed
+		}
 		if rec.State != stateDead {
 			return fmt.Errorf("%w: %s is not dead", ErrInvalidOption, id)
+		}
+		if rec.Quarantined {
+			return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
 		}
 		ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
 		if err != nil {
 			return err
 		}
-		now := q.Now()
 		tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
 		tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
 		key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
@@ -148,11 +162,12 @@ func (q *Queue) Requeue(ctx context.Context, id ID) error {
 		}
 		tr.Set(key, sv.marshal())
 		rec.State, rec.DeadAtMs, rec.Attempts = stateActive, 0, 0
-		rec.PlacedAtMs, rec.PlacedLane = vestMs, int64(lane)
+		rec.PlacedAtMs, rec.PlacedLane, rec.RequeuedAtMs = vestMs, int64(lane), now.UnixMilli()
 		// A dead job gave up its unique key; requeued, it runs without one
 		// rather than take the key from a newer job.
 		rec.UniqueKey = ""
 		tr.Set(q.k.jobKey(id), rec.marshal())
+		applied = true
 		return nil
 	})
 	if err != nil {
