@@ -183,3 +183,18 @@ func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, ra
 	}
 	return nil
 }
+
+// The lease index S(1,"l",id) holds the vesting time of a claimed job's
+// schedule key; the lane follows from it (laneOf).
+func encodeLeaseIndex(vestMs int64) []byte { return wire.AppendVarint(nil, 1, uint64(vestMs)) }
+
+func decodeLeaseIndex(b []byte) (int64, error) {
+	var ms int64
+	err := walkValue(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+		if num == 1 {
+			ms = int64(x)
+		}
+		return nil
+	})
+	return ms, err
+}

@@ -206,7 +206,8 @@ func quickOverHook(t testing.TB, e *faultEnv, after func()) *quick.Queue {
 // commit; after lets it act once the commit's outcome is decided.
 type hookDB struct {
 	kv.Database
-	before, after func()
+	before func(kv.Transaction)
+	after  func()
 }
 
 func (d *hookDB) CreateTransaction() (kv.Transaction, error) {
@@ -240,7 +241,7 @@ type hookTx struct {
 
 func (t *hookTx) Commit() error {
 	if t.db.before != nil {
-		t.db.before()
+		t.db.before(t.Transaction)
 	}
 	err := t.Transaction.Commit()
 	if t.db.after != nil {

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
+
+// extendBatch bounds one ExtendMany transaction.
+const extendBatch = 500
 
 // Lease is a claimed job: what its handler needs, and the lease that lets its
 // holder change it. A Lease is a value; operations that move the job (Extend,
@@ -154,7 +158,7 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
 	scheds := make([]kv.Future[[]byte], len(acks))
 	for i, a := range acks {
-		scheds[i] = tr.Get(a.Lease.key)
+		scheds[i] = leaseRead(tr).Get(a.Lease.key)
 	}
 	recs := make([]kv.Future[[]byte], len(acks))
 	for i, a := range acks {
@@ -256,21 +260,40 @@ func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
 		return schedValue{}, err
 	}
 	if v == nil {
-		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
+		// The key is not where the lease says: the job was claimed by
+		// another, extended, acked or cancelled.
+		if !mutant.On("quick.moved-key") {
+			return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
+		}
+		v = l.sv.marshal()
 	}
 	var sv schedValue
 	if err := sv.unmarshal(v); err != nil {
 		return schedValue{}, fmt.Errorf("quick: job %s: %w", l.ID, err)
 	}
-	if sv.Token != l.sv.Token {
+	// The key is where the lease says, but it may be another lease's: a
+	// lease that lapsed, was claimed by another at exactly its deadline and
+	// released, leaves an identical key. Only the token tells them apart.
+	if sv.Token != l.sv.Token && !mutant.On("quick.token") {
 		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "token"}
 	}
 	return sv, nil
 }
 
+// leaseRead is what lease operations read their schedule key through: the
+// transaction itself, so the read adds a read-conflict range and a claim
+// or ack that moves the key meanwhile makes this commit fail.
+func leaseRead(tr kv.Transaction) kv.ReadTransaction {
+	if mutant.On("quick.conflict-range") {
+		return tr.Snapshot()
+	}
+	return tr
+}
+
 func (q *Queue) completeTx(tr kv.Transaction, l Lease, sv schedValue) {
 	tr.Clear(l.key)
 	tr.Clear(q.k.jobKey(l.ID))
+	tr.Clear(q.k.leaseKey(l.ID))
 	if sv.hasCheckpoint() {
 		tr.Clear(q.k.ckptKey(l.ID))
 	}
@@ -303,6 +326,7 @@ func (q *Queue) replaceTx(tr kv.Transaction, a plannedAck, sv schedValue, rec *r
 	key, lane, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, runAt, a.Lease.ID, q.lanes)
 	tr.Clear(a.Lease.key)
 	tr.Set(key, sv.marshal())
+	tr.Clear(q.k.leaseKey(a.Lease.ID)) // the record says where it is now
 	rec.PlacedAtMs, rec.PlacedLane, rec.Attempts = vestMs, int64(lane), sv.Attempt
 	tr.Set(q.k.jobKey(a.Lease.ID), rec.marshal())
 	return AckResult{RunAt: time.UnixMilli(vestMs)}
@@ -318,6 +342,7 @@ func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID
 	rec.LastError = errText
 	rec.Attempts = sv.Attempt
 	tr.Set(q.k.jobKey(id), rec.marshal())
+	tr.Clear(q.k.leaseKey(id))
 	tr.Set(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id), nil)
 	tr.Add(q.k.deadCountKey(rec.TaskType), le64(1))
 	if sv.UniqueKey != "" {
@@ -325,8 +350,13 @@ func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID
 	}
 }
 
-// Ack applies acks in transactions of its own (up to 500 a transaction).
-// It returns one result per ack; a lost lease fails only its own ack.
+// Ack applies acks in transactions of its own, split so that each stays far
+// under FDB's limits: at most ackBatch acks and about ackBatchBytes of
+// mutations a transaction (an ack that rewrites the record counts its
+// payload; see ackCost). Releases at shutdown take the same path. It returns
+// one result per ack; a lost lease fails only its own ack. If a later
+// transaction fails, the results of the earlier ones are returned with the
+// error: those acks applied.
 func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 	for i, a := range acks {
 		if err := q.checkAck(a); err != nil {
@@ -335,8 +365,8 @@ func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 	}
 	planned := q.plan(acks)
 	out := make([]AckResult, 0, len(acks))
-	for start := 0; start < len(acks); start += ackBatch {
-		end := min(start+ackBatch, len(acks))
+	for start := 0; start < len(acks); {
+		end := ackSplit(planned, start)
 		var res []AckResult
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			var prev []bool
@@ -354,15 +384,48 @@ func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 			return out, fmt.Errorf("quick: ack: %w", err)
 		}
 		out = append(out, res...)
+		start = end
 	}
 	return out, nil
 }
 
-// ackBatch keeps an ack transaction small: an ack writes at most a record
-// (about 100 KB in the worst case), so 500 of the usual few hundred bytes
-// stay far under FDB's 1 MB advice. Complete, the common case, writes only
-// clears.
-const ackBatch = 500
+// Bounds of one ack transaction: at most ackBatch acks and ackBatchBytes of
+// estimated mutations (the first ack always goes, and one ack is at most
+// about 100 kB: a record is one FDB value). FDB advises transactions under
+// 1 MB and refuses them over 10 MB (2101); complete, the common case, writes
+// only clears, so 500 completes cost about 100 kB.
+const (
+	ackBatch      = 500
+	ackBatchBytes = 1 << 20
+)
+
+// ackSplit returns the end of the batch of acks that starts at start.
+func ackSplit(acks []plannedAck, start int) int {
+	end, bytes := start, 0
+	for end < len(acks) && end-start < ackBatch {
+		c := ackCost(acks[end])
+		if end > start && bytes+c > ackBatchBytes {
+			break
+		}
+		bytes += c
+		end++
+	}
+	return end
+}
+
+// ackCost bounds the mutation bytes of one ack: the keys it clears and sets
+// (schedule, record, lease index, checkpoint, unique and dead-letter keys,
+// each about as long as the schedule key) and, for an ack that rewrites the
+// record, the record. A record holds what the lease holds (the payload
+// never changes after enqueue) plus the error text.
+func ackCost(a plannedAck) int {
+	n := 256 + 8*len(a.Lease.key)
+	if a.Kind == AckComplete {
+		return n
+	}
+	return n + len(a.Lease.Payload) + len(a.Lease.ItemSpace) + len(a.Lease.TaskType) + len(a.Lease.sv.UniqueKey) +
+		len(a.Lease.LastError) + min(len(a.Error), maxErrorLen) + len(a.Lease.sv.Holder)
+}
 
 // Complete deletes a finished job.
 func (q *Queue) Complete(ctx context.Context, l Lease) error {
@@ -426,7 +489,10 @@ func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, er
 // lost lease fails only its own entry in errs, and its Lease comes back
 // unchanged.
 //
-// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one.
+// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one and
+// the lease index S(1,"l",id). Bound: 500 leases a transaction, each a
+// schedule key and value of at most about 1.2 kB (unique key 512 bytes,
+// holder 256), so under 1 MB.
 func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
 	if err := q.checkLease(d); err != nil {
 		return nil, nil, err
@@ -435,12 +501,12 @@ func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]
 	errs := make([]error, len(ls))
 	applied := make([]bool, len(ls))
 	deadline := q.Now().Add(d)
-	for start := 0; start < len(ls); start += ackBatch {
-		end := min(start+ackBatch, len(ls))
+	for start := 0; start < len(ls); start += extendBatch {
+		end := min(start+extendBatch, len(ls))
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			fs := make([]kv.Future[[]byte], end-start)
 			for i := range fs {
-				fs[i] = tr.Get(ls[start+i].key)
+				fs[i] = leaseRead(tr).Get(ls[start+i].key)
 			}
 			for i, f := range fs {
 				l := ls[start+i]
@@ -490,9 +556,10 @@ func (q *Queue) movedTo(tr kv.Transaction, l Lease, deadline time.Time) (Lease, 
 
 // moveTx moves a held job's schedule key to a new deadline.
 func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.Time) Lease {
-	key, lane, _ := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	key, lane, vestMs := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
 	tr.Clear(l.key)
 	tr.Set(key, sv.marshal())
+	tr.Set(q.k.leaseKey(l.ID), encodeLeaseIndex(vestMs))
 	l.key, l.lane, l.sv = key, lane, sv
 	l.Deadline = deadline.Truncate(time.Millisecond)
 	return l
@@ -515,7 +582,7 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	deadline := q.Now().Add(d)
 	applied := false
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		sv, err := q.held(tr.Get(l.key), l)
+		sv, err := q.held(leaseRead(tr).Get(l.key), l)
 		if err != nil {
 			if maybeCommitted && applied && IsLeaseLost(err) {
 				moved, ok, merr := q.movedTo(tr, l, deadline)

@@ -72,6 +72,7 @@ const (
 	MaxUniqueKeyLen  = 512
 	MaxItemSpaceLen  = 256
 	maxErrorLen      = 2_000
+	maxHolderLen     = 256
 	// MinLease keeps a lease safe against FDB's 5-second transaction limit:
 	// a claim may take up to 5 s to commit, and the lease keeper needs time
 	// to renew before expiry.
