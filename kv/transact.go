@@ -89,7 +89,7 @@ func (c *CommitWatcher) MaybeCommitted() bool { return c.unknown }
 
 // maxRecoveries bounds the fresh transactions TransactWatched starts after a
 // retry loop ended with its outcome unknown.
-const maxRecoveries = 3
+const maxRecoveries = 10
 
 // TransactWatched runs fn in a transaction of db with the retry loop, as
 // Transact does, telling fn whether an earlier attempt may have committed

@@ -193,7 +193,9 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 	total := 0
 	for total < limit {
 		n := 0
-		err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+		// A retry after an unknown result purges the next batch: each
+		// attempt clears what it read and counts it in the same commit.
+		err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 			n = 0
 			now := q.Now()
 			cv, err := tr.Snapshot().Get(q.k.deadCountKey(taskType)).Get()
@@ -245,7 +247,7 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 // range clear with no read; any worker runs it now and then.
 func (q *Queue) PurgeMarkers(ctx context.Context) error {
 	cut := q.k.markKey(idFloor(q.Now().Add(-q.opts.IdempotencyWindow)))
-	return q.db.Transact(ctx, func(tr kv.Transaction) error {
+	return q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 		tr.ClearRange(kv.KeyRange{Begin: rangeOf(q.k.mark).Begin, End: cut})
 		return nil
 	})
