@@ -34,7 +34,7 @@ type txn struct {
 	g             *gen
 	rv            readView
 	hasRV         bool
-	rvAt          time.Time // real time the read version arrives (latency)
+	rvAt          time.Time // wait-clock time the read version arrives (latency)
 	w             writeMap
 	reads         []kv.KeyRange // read-conflict ranges, uncoalesced
 	size          int64         // GetApproximateSize's figure
@@ -145,7 +145,7 @@ func (t *txn) OnError(err error) error {
 	g := t.g
 	t.mu.Unlock()
 
-	if werr := waitUntil(g, time.Now().Add(wait)); werr != nil {
+	if werr := waitUntil(t.db.opts.Wait, g, t.db.opts.Wait.Now().Add(wait)); werr != nil {
 		return werr
 	}
 	t.mu.Lock()
@@ -222,7 +222,7 @@ func (t *txn) takeReadVersionLocked() time.Time {
 		t.rv = t.db.store.readVersion(t.db.clockVersion())
 		t.hasRV = true
 		if d := t.db.delay(t.db.opts.Latency.GRV); d > 0 {
-			t.rvAt = time.Now().Add(d)
+			t.rvAt = t.db.opts.Wait.Now().Add(d)
 		}
 	}
 	return t.rvAt
@@ -236,7 +236,7 @@ func (t *txn) readAtLocked() time.Time {
 	if d == 0 {
 		return at
 	}
-	start := time.Now()
+	start := t.db.opts.Wait.Now()
 	if at.After(start) {
 		start = at
 	}
