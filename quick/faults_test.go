@@ -249,3 +249,38 @@ func (t *hookTx) Commit() error {
 	}
 	return err
 }
+
+// A renewal whose context ended while its commit was in flight returns a
+// maybe-committed error, and the holder keeps its old lease value. If the
+// renewal applied, the old value still holds the job: the lease index finds
+// the key it moved to, and the token says it is the holder's own. So the
+// holder's next renewal and its completion succeed instead of reporting its
+// own lease lost.
+func TestRenewalWithUnknownOutcomeKeepsTheLease(t *testing.T) {
+	for name, f := range commitFaults {
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t, f, quick.Options{})
+			id := enqueueTruth(t, e, quick.NewJob{TaskType: "email"})
+			l := e.claimTruth(t)
+			e.clk.Advance(10 * time.Second)
+			ctx, cancel := context.WithCancel(e.ctx)
+			q := quickOverHook(t, e, cancel)
+			if _, err := q.Extend(ctx, l, time.Minute); !kv.IsMaybeCommitted(err) {
+				t.Fatalf("extend cut short = %v, want maybe-committed", err)
+			}
+			info, err := e.truth.Get(e.ctx, id)
+			if err != nil || !info.RunAt.Equal(epoch.Add(70*time.Second)) {
+				t.Fatalf("the extension did not apply: %+v, %v", info, err)
+			}
+			// The holder still has l, the lease before the extension.
+			e.clk.Advance(10 * time.Second)
+			l2, err := e.truth.Extend(e.ctx, l, time.Minute)
+			if err != nil {
+				t.Fatalf("the next renewal with the old lease value: %v", err)
+			}
+			if err := e.truth.Complete(e.ctx, l2); err != nil {
+				t.Fatalf("complete: %v", err)
+			}
+		})
+	}
+}

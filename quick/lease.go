@@ -1,7 +1,9 @@
 package quick
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -168,7 +170,10 @@ func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) 
 	}
 	out := make([]AckResult, len(acks))
 	for i, a := range acks {
-		sv, err := q.held(scheds[i], a.Lease)
+		l, sv, err := q.hold(tr, scheds[i], a.Lease)
+		if err == nil {
+			a.Lease = l
+		}
 		if err != nil {
 			if !IsLeaseLost(err) {
 				return nil, err
@@ -278,6 +283,48 @@ func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
 		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "token"}
 	}
 	return sv, nil
+}
+
+// hold checks that the lease still holds its job, as held does, and finds
+// the lease where the lease index says it is when its key moved: a renewal
+// of this very lease may have committed with its outcome unknown to the
+// holder (its context ended while the commit was in flight), leaving the
+// holder with the old key. The token, unique per claim and kept by every
+// extension, says the lease is the holder's own wherever its key is. It
+// returns the lease as it stands.
+func (q *Queue) hold(tr kv.Transaction, f kv.Future[[]byte], l Lease) (Lease, schedValue, error) {
+	sv, err := q.held(f, l)
+	var lost *LeaseLostError
+	if err == nil || !errors.As(err, &lost) || lost.Reason != "moved" {
+		return l, sv, err
+	}
+	iv, ierr := leaseRead(tr).Get(q.k.leaseKey(l.ID)).Get()
+	if ierr != nil {
+		return l, schedValue{}, ierr
+	}
+	if iv == nil {
+		return l, schedValue{}, err
+	}
+	ms, derr := decodeLeaseIndex(iv)
+	if derr != nil {
+		return l, schedValue{}, err
+	}
+	lane := laneOf(l.TaskType, l.Priority, ms, l.ID, q.lanes)
+	key := q.k.schedKey(l.TaskType, lane, l.Priority, ms, l.ID)
+	if bytes.Equal(key, l.key) {
+		return l, schedValue{}, err
+	}
+	moved := l
+	moved.key, moved.lane = key, lane
+	msv, merr := q.held(leaseRead(tr).Get(key), moved)
+	if merr != nil {
+		if IsLeaseLost(merr) {
+			return l, schedValue{}, err
+		}
+		return l, schedValue{}, merr
+	}
+	moved.sv, moved.Deadline = msv, time.UnixMilli(ms)
+	return moved, msv, nil
 }
 
 // leaseRead is what lease operations read their schedule key through: the
@@ -510,7 +557,7 @@ func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]
 			}
 			for i, f := range fs {
 				l := ls[start+i]
-				sv, err := q.held(f, l)
+				l, sv, err := q.hold(tr, f, l)
 				if err != nil {
 					if !IsLeaseLost(err) {
 						return err
@@ -582,7 +629,7 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	deadline := q.Now().Add(d)
 	applied := false
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		sv, err := q.held(leaseRead(tr).Get(l.key), l)
+		l, sv, err := q.hold(tr, leaseRead(tr).Get(l.key), l)
 		if err != nil {
 			if maybeCommitted && applied && IsLeaseLost(err) {
 				moved, ok, merr := q.movedTo(tr, l, deadline)
