@@ -97,6 +97,12 @@ func (k keys) place(taskType string, prio Priority, vest time.Time, id ID, lanes
 	return k.schedKey(taskType, lane, prio, vestMs, id), lane, vestMs
 }
 
+// placeKey is place's key alone.
+func (k keys) placeKey(taskType string, prio Priority, vest time.Time, id ID, lanes int) []byte {
+	key, _, _ := k.place(taskType, prio, vest, id, lanes)
+	return key
+}
+
 func (k keys) parseSched(key []byte) (schedKey, error) {
 	t, err := k.sched.Unpack(key)
 	if err != nil {

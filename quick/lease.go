@@ -601,9 +601,31 @@ func (q *Queue) movedTo(tr kv.Transaction, l Lease, deadline time.Time) (Lease, 
 	return l, true, nil
 }
 
+// checkpointed tells whether an earlier attempt of a checkpoint committed:
+// the lease (found by hold) sits at the key the checkpoint moves it to,
+// having moved there from orig, or, when that is orig itself, the stored
+// checkpoint is the one this call writes.
+func (q *Queue) checkpointed(tr kv.Transaction, l, orig Lease, state []byte, deadline time.Time, maybe bool) (bool, error) {
+	if !maybe || !bytes.Equal(l.key, q.k.placeKey(l.TaskType, l.Priority, deadline, l.ID, q.lanes)) {
+		return false, nil
+	}
+	if !bytes.Equal(l.key, orig.key) {
+		return true, nil
+	}
+	ck, err := tr.Get(q.k.ckptKey(l.ID)).Get()
+	return err == nil && ck != nil && bytes.Equal(ck, state) && l.sv.hasCheckpoint(), err
+}
+
 // moveTx moves a held job's schedule key to a new deadline.
 func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.Time) Lease {
 	key, lane, vestMs := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	if bytes.Equal(key, l.key) && sv == l.sv {
+		// Already there, as it is: an earlier attempt of this very move
+		// committed (found through the lease index), or the deadline is
+		// the current one. Writing it again would change nothing.
+		l.Deadline = deadline.Truncate(time.Millisecond)
+		return l
+	}
 	tr.Clear(l.key)
 	tr.Set(key, sv.marshal())
 	tr.Set(q.k.leaseKey(l.ID), encodeLeaseIndex(vestMs))
@@ -628,6 +650,7 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	var out Lease
 	deadline := q.Now().Add(d)
 	applied := false
+	orig := l
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		l, sv, err := q.hold(tr, leaseRead(tr).Get(l.key), l)
 		if err != nil {
@@ -643,6 +666,17 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 				}
 			}
 			return err
+		}
+		done, err := q.checkpointed(tr, l, orig, state, deadline, maybeCommitted && applied)
+		if err != nil {
+			return err
+		}
+		if done {
+			// The earlier attempt's checkpoint and move committed together.
+			out = l
+			out.Deadline = deadline.Truncate(time.Millisecond)
+			out.Checkpoint = state
+			return nil
 		}
 		tr.Set(q.k.ckptKey(l.ID), state)
 		sv.Flags |= flagCheckpoint
