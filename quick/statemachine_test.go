@@ -3,8 +3,10 @@ package quick_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,8 +77,14 @@ func TestStateMachine(t *testing.T) {
 		steps += m.steps
 		faults = add(faults, faulty.Stats())
 	})
+	// With the default 400 checks every kind is injected dozens of times;
+	// a run shortened with -rapid.checks may legitimately miss one.
 	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
-		t.Fatalf("fault kinds never injected: %v (the faults are switched off?)", missing)
+		if n, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); n < 100 {
+			t.Logf("fault kinds never injected in %d checks: %v", n, missing)
+		} else {
+			t.Fatalf("fault kinds never injected: %v (the faults are switched off?)", missing)
+		}
 	}
 }
 
