@@ -134,12 +134,6 @@ func (k keys) laneAll(taskType string, lane int) kv.KeyRange {
 	return kv.KeyRange{Begin: b, End: e}
 }
 
-// laneWindow is the part of a lane's range with vesting times in [from, to).
-func (k keys) laneWindow(taskType string, lane int, prio Priority, fromMs, toMs int64) kv.KeyRange {
-	s := k.sched.Sub(taskType, int64(lane), int64(prio))
-	return kv.KeyRange{Begin: s.Pack(tuple.Tuple{fromMs}), End: s.Pack(tuple.Tuple{toMs})}
-}
-
 func (k keys) jobKey(id ID) []byte  { return k.job.Pack(tuple.Tuple{tuple.UUID(id)}) }
 func (k keys) ckptKey(id ID) []byte { return k.ckpt.Pack(tuple.Tuple{tuple.UUID(id)}) }
 
