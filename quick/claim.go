@@ -49,7 +49,8 @@ type Claimed struct {
 	// More is set when a scanned lane held more vested jobs than were taken.
 	More bool
 	// DeadLettered counts jobs moved to the dead letters instead of being
-	// claimed: their attempts had all been spent by holders that vanished.
+	// claimed: their attempts had all been spent by holders that vanished,
+	// or their record or schedule value did not decode (quarantined).
 	DeadLettered int
 
 	deadIDs []ID
@@ -420,7 +421,7 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 			res.More = true
 			break
 		}
-		if err := q.quarantineEntry(tr, now, e, badRecs[i], &b); err != nil {
+		if err := q.quarantineEntry(tr, now, e, badRecs[i], &b, &res); err != nil {
 			return Claimed{}, err
 		}
 	}
@@ -549,7 +550,7 @@ func (q *Queue) conflictOn(tr kv.Transaction, key []byte) error {
 
 // quarantineEntry moves a corrupt schedule entry out of the schedule,
 // within the budget.
-func (q *Queue) quarantineEntry(tr kv.Transaction, now time.Time, e corruptEntry, recF kv.Future[[]byte], b *claimBudget) error {
+func (q *Queue) quarantineEntry(tr kv.Transaction, now time.Time, e corruptEntry, recF kv.Future[[]byte], b *claimBudget, res *Claimed) error {
 	if !e.parsed {
 		if !b.fits(2*len(e.key)+len(e.value)+quarantineOverhead, true) {
 			return nil
@@ -577,10 +578,12 @@ func (q *Queue) quarantineEntry(tr kv.Transaction, now time.Time, e corruptEntry
 		tr.Clear(e.key)
 	case derr != nil:
 		q.quarantineRecord(tr, now, e.key, e.sk, nil, rv, fmt.Errorf("%w; and its schedule value: %w", derr, e.err))
+		res.deadIDs = append(res.deadIDs, e.sk.ID)
 	default:
 		q.opts.Logger.Warn("quick: dead-lettering a job whose schedule value does not decode", "id", e.sk.ID, "err", e.err)
 		sv := schedValue{Attempt: rec.Attempts, MaxAttempts: rec.MaxAttempts, UniqueKey: rec.UniqueKey}
 		q.deadLetterTx(tr, now, e.key, e.sk.ID, sv, &rec, fmt.Sprintf("quarantined: its schedule value does not decode (%v)", e.err))
+		res.deadIDs = append(res.deadIDs, e.sk.ID)
 	}
 	return nil
 }
