@@ -122,11 +122,42 @@ func Code(err error) int {
 	return 0
 }
 
+// MaybeCommittedError wraps the error that ended a retry loop in which an
+// earlier attempt may have committed (it ended in commit_unknown_result, or
+// a timeout or cancellation struck its commit in flight): whatever the last
+// attempt's error says, the loop's outcome is unknown. Retry returns it, so
+// that IsMaybeCommitted holds for the loop as a whole and not only for its
+// last attempt.
+type MaybeCommittedError struct {
+	Err error
+}
+
+func (e *MaybeCommittedError) Error() string {
+	return e.Err.Error() + " (an earlier attempt may have committed)"
+}
+
+// Unwrap returns the error that ended the loop.
+func (e *MaybeCommittedError) Unwrap() error { return e.Err }
+
+// maybeCommitted wraps err in a MaybeCommittedError when an earlier attempt
+// may have committed and err does not say so itself.
+func maybeCommitted(err error, maybe bool) error {
+	if err == nil || !maybe || IsMaybeCommitted(err) {
+		return err
+	}
+	return &MaybeCommittedError{Err: err}
+}
+
 // IsMaybeCommitted reports whether err leaves the transaction's outcome
 // unknown: it may have committed. FDB's fdb_error_predicate
 // MAYBE_COMMITTED holds 1021 and 1039; 1025 and 1031 join them when they
-// struck during a commit.
+// struck during a commit; and a retry loop's error is maybe-committed when
+// any of its attempts was (MaybeCommittedError).
 func IsMaybeCommitted(err error) bool {
+	var m *MaybeCommittedError
+	if errors.As(err, &m) {
+		return true
+	}
 	var e Error
 	if !errors.As(err, &e) {
 		return false

@@ -5,11 +5,13 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Faults configures the commit faults FaultyDB injects. Each probability is
 // drawn per commit attempt that carries writes; read-only commits are never
-// faulted, as FDB sends them nowhere.
+// faulted, as FDB sends them nowhere. The probabilities add up: one draw
+// picks at most one fault.
 type Faults struct {
 	// Seed makes the sequence of faults reproducible.
 	Seed uint64
@@ -23,13 +25,76 @@ type Faults struct {
 	// not_committed, a spurious conflict (FDB reports false conflicts on
 	// clusters with several resolvers).
 	Conflict float64
+	// TimedOutCommitted is the probability that the operation's own timeout
+	// strikes while the commit is in flight, after it applied: 1031
+	// transaction_timed_out with DuringCommit. The transaction is then dead,
+	// as FDB's is: OnError answers with a bare 1031 (no DuringCommit), the
+	// worst an engine may do, so callers must not rely on it.
+	TimedOutCommitted float64
+	// TimedOutNotCommitted is the same timeout striking before the commit
+	// applied.
+	TimedOutNotCommitted float64
+	// CancelledCommitted is the probability that a cancellation (a context
+	// that ends) strikes a commit in flight after it applied: 1025
+	// transaction_cancelled with DuringCommit; OnError answers a bare 1025.
+	CancelledCommitted float64
+	// CancelledNotCommitted is the same cancellation striking before the
+	// commit applied.
+	CancelledNotCommitted float64
+	// SlowCommit is the probability that a commit takes SlowCommitDelay
+	// before it applies (and then succeeds): Advance is called with the
+	// delay first, so a fake clock shows the time a commit near FDB's 5 s
+	// limit takes, with no real sleep. Needs Advance.
+	SlowCommit float64
+	// SlowCommitDelay is how long a slow commit takes; default 4.5 s, just
+	// under FDB's 5-second transaction limit.
+	SlowCommitDelay time.Duration
+	// Advance moves the clocks the code under test reads (the queue's fake
+	// clock, say) by a slow commit's delay.
+	Advance func(time.Duration)
 }
 
 // FaultStats counts the faults injected so far.
 type FaultStats struct {
-	UnknownCommitted    int64 `json:"unknown_committed"`
-	UnknownNotCommitted int64 `json:"unknown_not_committed"`
-	Conflicts           int64 `json:"conflicts"`
+	UnknownCommitted      int64 `json:"unknown_committed"`
+	UnknownNotCommitted   int64 `json:"unknown_not_committed"`
+	Conflicts             int64 `json:"conflicts"`
+	TimedOutCommitted     int64 `json:"timed_out_committed"`
+	TimedOutNotCommitted  int64 `json:"timed_out_not_committed"`
+	CancelledCommitted    int64 `json:"cancelled_committed"`
+	CancelledNotCommitted int64 `json:"cancelled_not_committed"`
+	SlowCommits           int64 `json:"slow_commits"`
+}
+
+// Total is the number of faults of every kind.
+func (s FaultStats) Total() int64 {
+	return s.UnknownCommitted + s.UnknownNotCommitted + s.Conflicts + s.TimedOutCommitted +
+		s.TimedOutNotCommitted + s.CancelledCommitted + s.CancelledNotCommitted + s.SlowCommits
+}
+
+// Missing names the fault kinds cfg asks for (probability above zero) that
+// were never injected, so a test can assert that its faults are switched on.
+func (s FaultStats) Missing(cfg Faults) []string {
+	var out []string
+	for _, k := range []struct {
+		name string
+		p    float64
+		n    int64
+	}{
+		{"unknown_committed", cfg.UnknownCommitted, s.UnknownCommitted},
+		{"unknown_not_committed", cfg.UnknownNotCommitted, s.UnknownNotCommitted},
+		{"conflicts", cfg.Conflict, s.Conflicts},
+		{"timed_out_committed", cfg.TimedOutCommitted, s.TimedOutCommitted},
+		{"timed_out_not_committed", cfg.TimedOutNotCommitted, s.TimedOutNotCommitted},
+		{"cancelled_committed", cfg.CancelledCommitted, s.CancelledCommitted},
+		{"cancelled_not_committed", cfg.CancelledNotCommitted, s.CancelledNotCommitted},
+		{"slow_commits", cfg.SlowCommit, s.SlowCommits},
+	} {
+		if k.p > 0 && k.n == 0 {
+			out = append(out, k.name)
+		}
+	}
+	return out
 }
 
 // FaultyDB injects commit faults over any Database, so the same faults can be
@@ -43,10 +108,15 @@ type FaultyDB struct {
 	enabled atomic.Bool
 
 	unknownCommitted, unknownNotCommitted, conflicts atomic.Int64
+	timedOut, timedOutNot, cancelled, cancelledNot   atomic.Int64
+	slow                                             atomic.Int64
 }
 
 // WithFaults wraps db so that its commits fail as cfg says.
 func WithFaults(db Database, cfg Faults) *FaultyDB {
+	if cfg.SlowCommitDelay <= 0 {
+		cfg.SlowCommitDelay = 4500 * time.Millisecond
+	}
 	f := &FaultyDB{inner: db, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	f.enabled.Store(true)
 	return f
@@ -62,6 +132,12 @@ func (f *FaultyDB) Stats() FaultStats {
 		UnknownCommitted:    f.unknownCommitted.Load(),
 		UnknownNotCommitted: f.unknownNotCommitted.Load(),
 		Conflicts:           f.conflicts.Load(),
+
+		TimedOutCommitted:     f.timedOut.Load(),
+		TimedOutNotCommitted:  f.timedOutNot.Load(),
+		CancelledCommitted:    f.cancelled.Load(),
+		CancelledNotCommitted: f.cancelledNot.Load(),
+		SlowCommits:           f.slow.Load(),
 	}
 }
 
@@ -102,6 +178,11 @@ const (
 	faultUnknownCommitted
 	faultUnknownNotCommitted
 	faultConflict
+	faultTimedOut
+	faultTimedOutNot
+	faultCancelled
+	faultCancelledNot
+	faultSlow
 )
 
 func (f *FaultyDB) draw() fault {
@@ -111,13 +192,26 @@ func (f *FaultyDB) draw() fault {
 	f.mu.Lock()
 	r := f.rng.Float64()
 	f.mu.Unlock()
-	switch {
-	case r < f.cfg.UnknownCommitted:
-		return faultUnknownCommitted
-	case r < f.cfg.UnknownCommitted+f.cfg.UnknownNotCommitted:
-		return faultUnknownNotCommitted
-	case r < f.cfg.UnknownCommitted+f.cfg.UnknownNotCommitted+f.cfg.Conflict:
-		return faultConflict
+	for _, k := range []struct {
+		p float64
+		f fault
+	}{
+		{f.cfg.UnknownCommitted, faultUnknownCommitted},
+		{f.cfg.UnknownNotCommitted, faultUnknownNotCommitted},
+		{f.cfg.Conflict, faultConflict},
+		{f.cfg.TimedOutCommitted, faultTimedOut},
+		{f.cfg.TimedOutNotCommitted, faultTimedOutNot},
+		{f.cfg.CancelledCommitted, faultCancelled},
+		{f.cfg.CancelledNotCommitted, faultCancelledNot},
+		{f.cfg.SlowCommit, faultSlow},
+	} {
+		if r < k.p {
+			if k.f == faultSlow && f.cfg.Advance == nil {
+				return noFault
+			}
+			return k.f
+		}
+		r -= k.p
 	}
 	return noFault
 }
@@ -128,6 +222,9 @@ type faultyTx struct {
 	Transaction
 	db     *FaultyDB
 	writes bool
+	// dead is the code of an injected timeout or cancellation: the
+	// transaction is over until Reset, as FDB's is.
+	dead int
 }
 
 func (t *faultyTx) Set(key, value []byte) { t.writes = true; t.Transaction.Set(key, value) }
@@ -165,7 +262,8 @@ func (t *faultyTx) Commit() error {
 	if !t.writes {
 		return t.Transaction.Commit()
 	}
-	switch t.db.draw() {
+	f := t.db.draw()
+	switch f {
 	case faultUnknownCommitted:
 		if err := t.Transaction.Commit(); err != nil {
 			return err
@@ -178,11 +276,44 @@ func (t *faultyTx) Commit() error {
 	case faultConflict:
 		t.db.conflicts.Add(1)
 		return ErrNotCommitted
+	case faultTimedOut, faultCancelled:
+		if err := t.Transaction.Commit(); err != nil {
+			return err
+		}
+		return t.strike(f)
+	case faultTimedOutNot, faultCancelledNot:
+		return t.strike(f)
+	case faultSlow:
+		t.db.cfg.Advance(t.db.cfg.SlowCommitDelay)
+		t.db.slow.Add(1)
 	}
 	return t.Transaction.Commit()
 }
 
+// strike ends the transaction with a timeout or cancellation that struck
+// its commit in flight.
+func (t *faultyTx) strike(f fault) error {
+	code := 1031
+	switch f {
+	case faultTimedOut:
+		t.db.timedOut.Add(1)
+	case faultTimedOutNot:
+		t.db.timedOutNot.Add(1)
+	case faultCancelled:
+		t.db.cancelled.Add(1)
+		code = 1025
+	case faultCancelledNot:
+		t.db.cancelledNot.Add(1)
+		code = 1025
+	}
+	t.dead = code
+	return Error{Code: code, DuringCommit: true}
+}
+
 func (t *faultyTx) OnError(err error) error {
+	if t.dead != 0 {
+		return Error{Code: t.dead}
+	}
 	if rerr := t.Transaction.OnError(err); rerr != nil {
 		return rerr
 	}
@@ -192,5 +323,5 @@ func (t *faultyTx) OnError(err error) error {
 
 func (t *faultyTx) Reset() {
 	t.Transaction.Reset()
-	t.writes = false
+	t.writes, t.dead = false, 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -90,6 +91,10 @@ func TestFaultsInjectBothUnknownOutcomes(t *testing.T) {
 		{"unknown-committed", kv.Faults{UnknownCommitted: 1}, true, 1021},
 		{"unknown-not-committed", kv.Faults{UnknownNotCommitted: 1}, false, 1021},
 		{"conflict", kv.Faults{Conflict: 1}, false, 1020},
+		{"timed-out-committed", kv.Faults{TimedOutCommitted: 1}, true, 1031},
+		{"timed-out-not-committed", kv.Faults{TimedOutNotCommitted: 1}, false, 1031},
+		{"cancelled-committed", kv.Faults{CancelledCommitted: 1}, true, 1025},
+		{"cancelled-not-committed", kv.Faults{CancelledNotCommitted: 1}, false, 1025},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := memkv.Open(memkv.Options{})
@@ -103,7 +108,7 @@ func TestFaultsInjectBothUnknownOutcomes(t *testing.T) {
 			if kv.Code(err) != tc.code {
 				t.Fatalf("commit error %v, want code %d", err, tc.code)
 			}
-			if kv.IsMaybeCommitted(err) != (tc.code == 1021) {
+			if kv.IsMaybeCommitted(err) != (tc.code != 1020) {
 				t.Fatalf("IsMaybeCommitted(%v) wrong", err)
 			}
 			var got []byte
@@ -122,10 +127,29 @@ func TestFaultsInjectBothUnknownOutcomes(t *testing.T) {
 				t.Fatalf("read-only commit faulted: %v", err)
 			}
 			st := f.Stats()
-			if st.UnknownCommitted+st.UnknownNotCommitted+st.Conflicts != 1 {
+			if st.Total() != 1 || len(st.Missing(tc.faults)) != 0 {
 				t.Fatalf("fault stats %+v", st)
 			}
 		})
+	}
+}
+
+// A slow commit moves the injected clock by its delay, then commits.
+func TestFaultsSlowCommitAdvancesTheClock(t *testing.T) {
+	raw := memkv.Open(memkv.Options{})
+	var moved time.Duration
+	f := kv.WithFaults(raw, kv.Faults{SlowCommit: 1, Advance: func(d time.Duration) { moved += d }})
+	if err := f.Transact(context.Background(), func(tr kv.Transaction) error {
+		tr.Set([]byte("k"), []byte("v"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Stats(); st.SlowCommits != 1 || moved != 4500*time.Millisecond {
+		t.Fatalf("slow commits %d, clock moved %v; want 1 and 4.5s", st.SlowCommits, moved)
+	}
+	if missing := (kv.FaultStats{}).Missing(kv.Faults{SlowCommit: 0.5, Conflict: 0.1}); len(missing) != 2 {
+		t.Fatalf("Missing = %v, want both kinds", missing)
 	}
 }
 

@@ -157,12 +157,13 @@ func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, limit int) (i
 		}
 		if len(ids) > 0 {
 			n := 0
-			err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+			now := q.Now()
+			err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 				n = 0
 				for _, id := range ids {
-					if err := q.requeueTx(tr, id); err != nil {
-						if IsNotFound(err) || errors.Is(err, ErrInvalidOption) {
-							continue // requeued, purged or cancelled meanwhile
+					if err := q.requeueTx(tr, id, now, maybeCommitted); err != nil {
+						if IsNotFound(err) || errors.Is(err, ErrInvalidOption) || errors.Is(err, ErrCorrupt) {
+							continue // requeued, purged or cancelled meanwhile; or quarantined
 						}
 						return err
 					}

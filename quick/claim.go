@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -48,7 +49,8 @@ type Claimed struct {
 	// More is set when a scanned lane held more vested jobs than were taken.
 	More bool
 	// DeadLettered counts jobs moved to the dead letters instead of being
-	// claimed: their attempts had all been spent by holders that vanished.
+	// claimed: their attempts had all been spent by holders that vanished,
+	// or their record or schedule value did not decode (quarantined).
 	DeadLettered int
 
 	deadIDs []ID
@@ -60,8 +62,8 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 	if err := validTaskType(o.TaskType); err != nil {
 		return o, err
 	}
-	if o.Holder == "" {
-		return o, fmt.Errorf("%w: claim needs a Holder", ErrInvalidOption)
+	if o.Holder == "" || len(o.Holder) > maxHolderLen {
+		return o, fmt.Errorf("%w: claim needs a Holder of 1 to %d bytes", ErrInvalidOption, maxHolderLen)
 	}
 	if o.Max <= 0 {
 		o.Max = 1
@@ -114,6 +116,34 @@ type candidate struct {
 	sk  schedKey
 	sv  schedValue
 }
+
+func (c candidate) exhausted() bool {
+	return c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts
+}
+
+// corruptEntry is a vested entry of a lane that does not decode: its key
+// does not parse (parsed false), or its schedule value does not decode.
+type corruptEntry struct {
+	key, value []byte
+	sk         schedKey
+	parsed     bool
+	err        error
+}
+
+// Bounds of one claim transaction, besides MaxBytes (which counts the
+// payloads and checkpoints taken and the records rewritten).
+const (
+	// claimRewriteBytes caps the bytes a claim rewrites for the jobs it
+	// dead-letters and the entries it quarantines, whatever MaxBytes says,
+	// far under FDB's 10 MB; at least one is always handled.
+	claimRewriteBytes = 1 << 20
+	// claimRounds caps the round trips a claim spends reading records when
+	// some turn out corrupt and their slots are refilled.
+	claimRounds = 4
+	// deadLetterOverhead bounds what a dead letter writes besides the
+	// record: the dead-letter key, the counter, index clears, error text.
+	deadLetterOverhead = 4 << 10
+)
 
 // Claim leases up to opts.Max vested jobs of a task type from the given
 // lanes. It scans every lane and priority with concurrent snapshot range
@@ -171,9 +201,32 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 		return nil
 	})
 	if err != nil {
+		if kv.IsMaybeCommitted(err) && len(res.Jobs) > 0 {
+			q.releaseUnknown(ctx, res.Jobs, opts.Timeout)
+		}
 		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	return res, nil
+}
+
+// releaseUnknown hands back the leases of a claim that ended without
+// knowing whether it committed (its context ended while a commit was in
+// flight, or its timeouts struck every recovery): nobody will run them, and
+// left leased they would lapse with an attempt spent, so that a job with one
+// attempt would be dead-lettered without ever running. A release spends no
+// attempt and changes nothing where the claim did not commit (the token
+// check fails). It runs on its own short deadline, since ctx may be over.
+func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Duration) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	acks := make([]Ack, len(ls))
+	for i, l := range ls {
+		acks[i] = Ack{Lease: l, Kind: AckRelease}
+	}
+	if _, err := q.Ack(rctx, acks...); err != nil {
+		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
+			"jobs", len(ls), "err", err)
+	}
 }
 
 func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
@@ -194,15 +247,16 @@ func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
 	return nil
 }
 
-// scanVested adds the vested keys of a lane scan to cands and lowers next to
-// the earliest future vesting time seen. It returns the priority of the last
-// key and whether that key is in the future.
-func (q *Queue) scanVested(kvs []kv.KeyValue, nowMs int64, cands *[]candidate, next *int64) (Priority, bool) {
+// scanVested adds the vested keys of a lane scan to cands, and those that do
+// not decode to bad, and lowers next to the earliest future vesting time
+// seen. It returns the priority of the last key and whether that key is in
+// the future.
+func (q *Queue) scanVested(kvs []kv.KeyValue, nowMs int64, cands *[]candidate, bad *[]corruptEntry, next *int64) (Priority, bool) {
 	last, lastFuture := Priority(0), false
 	for _, p := range kvs {
 		sk, err := q.k.parseSched(p.Key)
 		if err != nil {
-			q.opts.Logger.Warn("quick: skipping a schedule key that does not parse", "key", fmt.Sprintf("%x", p.Key), "err", err)
+			*bad = append(*bad, corruptEntry{key: p.Key, value: p.Value, err: err})
 			continue
 		}
 		last, lastFuture = sk.Priority, sk.VestMs > nowMs
@@ -214,7 +268,7 @@ func (q *Queue) scanVested(kvs []kv.KeyValue, nowMs int64, cands *[]candidate, n
 		}
 		var sv schedValue
 		if err := sv.unmarshal(p.Value); err != nil {
-			q.opts.Logger.Warn("quick: skipping a job whose schedule value does not decode", "id", sk.ID, "err", err)
+			*bad = append(*bad, corruptEntry{key: p.Key, value: p.Value, sk: sk, parsed: true, err: err})
 			continue
 		}
 		*cands = append(*cands, candidate{key: p.Key, sk: sk, sv: sv})
@@ -273,6 +327,7 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 	var (
 		res   Claimed
 		cands []candidate
+		bad   []corruptEntry
 		next  int64
 	)
 	limit := kv.RangeOptions{Limit: opts.ScanLimit}
@@ -286,12 +341,18 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 		if err != nil {
 			return Claimed{}, err
 		}
-		last, lastFuture := q.scanVested(kvs, nowMs, &cands, &next)
+		nbad := len(bad)
+		last, lastFuture := q.scanVested(kvs, nowMs, &cands, &bad, &next)
 		if len(kvs) < opts.ScanLimit {
 			continue
 		}
-		if !lastFuture {
+		// A full read with corrupt entries in it showed fewer jobs than the
+		// budget: they are quarantined below, and the caller comes back at
+		// once for what they hid.
+		if !lastFuture || len(bad) > nbad {
 			res.More = true
+		}
+		if !lastFuture {
 			continue
 		}
 		for _, p := range priorities {
@@ -305,7 +366,8 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 		if err != nil {
 			return Claimed{}, err
 		}
-		if _, lastFuture := q.scanVested(kvs, nowMs, &cands, &next); len(kvs) == opts.ScanLimit && !lastFuture {
+		nbad := len(bad)
+		if _, lastFuture := q.scanVested(kvs, nowMs, &cands, &bad, &next); len(kvs) == opts.ScanLimit && (!lastFuture || len(bad) > nbad) {
 			res.More = true
 		}
 	}
@@ -321,19 +383,80 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 		}
 		return a.VestMs < b.VestMs
 	})
-	// Take the first Max runnable candidates, and with them the exhausted
-	// ones met on the way, which are dead-lettered rather than run.
-	take := 0
-	for i, c := range cands {
-		if take == opts.Max {
-			res.More = true
-			cands = cands[:i]
-			break
-		}
-		if c.sv.MaxAttempts == 0 || c.sv.Attempt < c.sv.MaxAttempts {
-			take++
+	b := claimBudget{max: opts.MaxBytes}
+	// The records of the corrupt schedule values are read with the first
+	// round's, in the same round trip.
+	badRecs := make([]kv.Future[[]byte], len(bad))
+	for i, e := range bad {
+		if e.parsed {
+			badRecs[i] = snap.Get(q.k.jobKey(e.sk.ID))
 		}
 	}
+	// Take candidates in order until Max runnable jobs are taken; the
+	// exhausted ones met on the way are dead-lettered rather than run. A
+	// candidate whose record is missing or corrupt costs no slot: the next
+	// round reads as many more.
+	pos := 0
+	for round := 0; pos < len(cands) && len(res.Jobs) < opts.Max && !b.full; round++ {
+		if round == claimRounds {
+			res.More = true
+			break
+		}
+		end, runnable := pos, 0
+		for end < len(cands) && runnable < opts.Max-len(res.Jobs) {
+			if !cands[end].exhausted() {
+				runnable++
+			}
+			end++
+		}
+		if err := q.claimRound(tr, snap, opts, now, cands[pos:end], &res, &b); err != nil {
+			return Claimed{}, err
+		}
+		pos = end
+	}
+	if pos < len(cands) || b.full {
+		res.More = true
+	}
+	for i, e := range bad {
+		if b.full {
+			res.More = true
+			break
+		}
+		if err := q.quarantineEntry(tr, now, e, badRecs[i], &b, &res); err != nil {
+			return Claimed{}, err
+		}
+	}
+	return res, nil
+}
+
+// claimBudget tracks what a claim has spent: payload and checkpoint bytes
+// taken plus record bytes rewritten against MaxBytes, and rewritten bytes
+// against claimRewriteBytes. full is set once something did not fit.
+type claimBudget struct {
+	max, spent, rewritten int
+	handled               bool // a job taken or an entry rewritten
+	full                  bool
+}
+
+// fits reports whether cost more bytes fit (rewrite: bytes written for a
+// dead letter or quarantine), and spends them if so. The first job or
+// rewrite always fits, so a claim always makes progress.
+func (b *claimBudget) fits(cost int, rewrite bool) bool {
+	if b.handled && (b.spent+cost > b.max || (rewrite && b.rewritten+cost > claimRewriteBytes)) {
+		b.full = true
+		return false
+	}
+	b.handled = true
+	b.spent += cost
+	if rewrite {
+		b.rewritten += cost
+	}
+	return true
+}
+
+// claimRound reads the records of a slice of candidates in one round trip
+// and takes, dead-letters or quarantines each, within the budget.
+func (q *Queue) claimRound(tr kv.Transaction, snap kv.ReadTransaction, opts ClaimOptions, now time.Time, cands []candidate, res *Claimed, b *claimBudget) error {
 	recs := make([]kv.Future[[]byte], len(cands))
 	ckpts := make([]kv.Future[[]byte], len(cands))
 	for i, c := range cands {
@@ -342,59 +465,71 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 			ckpts[i] = snap.Get(q.k.ckptKey(c.sk.ID))
 		}
 	}
-	bytes := 0
 	for i, c := range cands {
 		rv, err := recs[i].Get()
 		if err != nil {
-			return Claimed{}, err
+			return err
 		}
 		var ck []byte
 		if ckpts[i] != nil {
 			if ck, err = ckpts[i].Get(); err != nil {
-				return Claimed{}, err
+				return err
 			}
 		}
 		if rv == nil {
 			// A schedule key without its record cannot be run; clear it so
 			// scans stop paying for it.
 			q.opts.Logger.Warn("quick: clearing a schedule key whose job record is missing", "id", c.sk.ID)
-			if err := tr.AddReadConflictKey(c.key); err != nil {
-				return Claimed{}, err
+			if err := q.conflictOn(tr, c.key); err != nil {
+				return err
 			}
 			tr.Clear(c.key)
 			continue
 		}
 		var rec record
-		if err := rec.unmarshal(rv); err != nil {
-			q.opts.Logger.Warn("quick: skipping a job whose record does not decode", "id", c.sk.ID, "err", err)
+		if derr := rec.unmarshal(rv); derr != nil {
+			if !b.fits(len(rv)+len(c.key)+quarantineOverhead, true) {
+				return nil
+			}
+			if err := q.conflictOn(tr, c.key); err != nil {
+				return err
+			}
+			q.quarantineRecord(tr, now, c.key, c.sk, &c.sv, rv, derr)
+			res.deadIDs = append(res.deadIDs, c.sk.ID)
 			continue
 		}
-		if len(res.Jobs) > 0 && bytes+len(rec.Payload)+len(ck) > opts.MaxBytes {
-			res.More = true
-			break
-		}
-		if err := tr.AddReadConflictKey(c.key); err != nil {
-			return Claimed{}, err
-		}
-		if c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts {
+		if c.exhausted() {
+			// Dead-lettering rewrites the record: its bytes count.
+			if !b.fits(len(rv)+len(c.key)+deadLetterOverhead, true) {
+				return nil
+			}
+			if err := q.conflictOn(tr, c.key); err != nil {
+				return err
+			}
 			reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts)
 			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec, reason)
 			if err := q.runDeadHook(tr, opts.TaskType, c.sk.ID, rec.Payload, reason); err != nil {
-				return Claimed{}, err
+				return err
 			}
 			res.deadIDs = append(res.deadIDs, c.sk.ID)
 			continue
 		}
-		bytes += len(rec.Payload) + len(ck)
+		if !b.fits(len(rec.Payload)+len(ck), false) {
+			return nil
+		}
+		if err := q.conflictOn(tr, c.key); err != nil {
+			return err
+		}
 		sv := c.sv
 		sv.Attempt++
 		sv.Token = newToken()
 		sv.Holder = opts.Holder
-		sv.LeasedAtMs = nowMs
+		sv.LeasedAtMs = now.UnixMilli()
 		deadline := now.Add(opts.Lease)
-		key, lane, _ := q.k.place(opts.TaskType, c.sk.Priority, deadline, c.sk.ID, q.lanes)
+		key, lane, vestMs := q.k.place(opts.TaskType, c.sk.Priority, deadline, c.sk.ID, q.lanes)
 		tr.Clear(c.key)
 		tr.Set(key, sv.marshal())
+		tr.Set(q.k.leaseKey(c.sk.ID), encodeLeaseIndex(vestMs))
 		res.Jobs = append(res.Jobs, Lease{
 			ID: c.sk.ID, TaskType: opts.TaskType, Priority: c.sk.Priority, ItemSpace: rec.ItemSpace,
 			Payload: rec.Payload, Checkpoint: ck, Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
@@ -403,7 +538,58 @@ func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Cl
 			key: key, lane: lane, sv: sv,
 		})
 	}
-	return res, nil
+	return nil
+}
+
+// conflictOn makes the claim conflict with any other transaction that
+// moves or removes the key it is about to move (its scan read it through a
+// snapshot, which adds no conflict range): two claims of one job conflict,
+// and one fails.
+func (q *Queue) conflictOn(tr kv.Transaction, key []byte) error {
+	if mutant.On("quick.conflict-range") {
+		return nil
+	}
+	return tr.AddReadConflictKey(key)
+}
+
+// quarantineEntry moves a corrupt schedule entry out of the schedule,
+// within the budget.
+func (q *Queue) quarantineEntry(tr kv.Transaction, now time.Time, e corruptEntry, recF kv.Future[[]byte], b *claimBudget, res *Claimed) error {
+	if !e.parsed {
+		if !b.fits(2*len(e.key)+len(e.value)+quarantineOverhead, true) {
+			return nil
+		}
+		if err := q.conflictOn(tr, e.key); err != nil {
+			return err
+		}
+		q.quarantineRaw(tr, now, e.key, e.value, e.err)
+		return nil
+	}
+	rv, err := recF.Get()
+	if err != nil {
+		return err
+	}
+	if !b.fits(len(rv)+len(e.key)+quarantineOverhead, true) {
+		return nil
+	}
+	if err := q.conflictOn(tr, e.key); err != nil {
+		return err
+	}
+	var rec record
+	switch derr := rec.unmarshal(rv); {
+	case rv == nil:
+		q.opts.Logger.Warn("quick: clearing a corrupt schedule key whose job record is missing", "id", e.sk.ID, "err", e.err)
+		tr.Clear(e.key)
+	case derr != nil:
+		q.quarantineRecord(tr, now, e.key, e.sk, nil, rv, fmt.Errorf("%w; and its schedule value: %w", derr, e.err))
+		res.deadIDs = append(res.deadIDs, e.sk.ID)
+	default:
+		q.opts.Logger.Warn("quick: dead-lettering a job whose schedule value does not decode", "id", e.sk.ID, "err", e.err)
+		sv := schedValue{Attempt: rec.Attempts, MaxAttempts: rec.MaxAttempts, UniqueKey: rec.UniqueKey}
+		q.deadLetterTx(tr, now, e.key, e.sk.ID, sv, &rec, fmt.Sprintf("quarantined: its schedule value does not decode (%v)", e.err))
+		res.deadIDs = append(res.deadIDs, e.sk.ID)
+	}
+	return nil
 }
 
 func newToken() uint64 {

@@ -106,6 +106,13 @@ type record struct {
 	DeadAtMs    int64
 	Attempts    int64 // runs started, as of the last re-placement
 	Flags       uint64
+	// RequeuedAtMs is when the job was last taken out of the dead letters,
+	// so a Requeue retried after commit_unknown_result finds its own.
+	RequeuedAtMs int64
+	// Quarantined marks a dead letter made from a record that did not
+	// decode: it holds no payload, so it cannot be requeued. The raw bytes
+	// are kept under S(1,"x",...).
+	Quarantined bool
 }
 
 func (r *record) marshal() []byte {
@@ -127,6 +134,10 @@ func (r *record) marshal() []byte {
 	b = wire.AppendVarint(b, 12, uint64(r.DeadAtMs))
 	b = wire.AppendVarint(b, 13, uint64(r.Attempts))
 	b = wire.AppendVarint(b, 14, r.Flags)
+	b = wire.AppendVarint(b, 15, uint64(r.RequeuedAtMs))
+	if r.Quarantined {
+		b = wire.AppendVarint(b, 16, 1)
+	}
 	return b
 }
 
@@ -162,6 +173,10 @@ func (r *record) unmarshal(b []byte) error {
 			r.Attempts = int64(x)
 		case 14:
 			r.Flags = x
+		case 15:
+			r.RequeuedAtMs = int64(x)
+		case 16:
+			r.Quarantined = x != 0
 		}
 		return nil
 	})
@@ -176,4 +191,19 @@ func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, ra
 		return err
 	}
 	return nil
+}
+
+// The lease index S(1,"l",id) holds the vesting time of a claimed job's
+// schedule key; the lane follows from it (laneOf).
+func encodeLeaseIndex(vestMs int64) []byte { return wire.AppendVarint(nil, 1, uint64(vestMs)) }
+
+func decodeLeaseIndex(b []byte) (int64, error) {
+	var ms int64
+	err := walkValue(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
+		if num == 1 {
+			ms = int64(x)
+		}
+		return nil
+	})
+	return ms, err
 }

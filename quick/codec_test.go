@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func sampleRecord() record {
@@ -46,6 +47,8 @@ func FuzzDecodeValues(f *testing.F) {
 	sv := schedValue{Attempt: 1, Token: 9, Holder: "w"}
 	f.Add(sv.marshal())
 	f.Add([]byte{})
+	f.Add(encodeLeaseIndex(1_900_000_000_000))
+	f.Add(encodeQuarantine([]byte("key"), []byte{0xff, 1}, "boom", time.UnixMilli(1_900_000_000_000)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var sv schedValue
 		if sv.unmarshal(b) == nil {
@@ -55,9 +58,33 @@ func FuzzDecodeValues(f *testing.F) {
 			}
 		}
 		var r record
-		_ = r.unmarshal(b)
+		if r.unmarshal(b) == nil {
+			var again record
+			if err := again.unmarshal(r.marshal()); err != nil || !reflect.DeepEqual(normal(again), normal(r)) {
+				t.Fatalf("record re-encode: %+v != %+v (%v)", again, r, err)
+			}
+		}
 		_, _ = unmarshalConfig(b)
+		if ms, err := decodeLeaseIndex(b); err == nil {
+			if again, err := decodeLeaseIndex(encodeLeaseIndex(ms)); err != nil || again != ms {
+				t.Fatalf("lease index re-encode: %d != %d (%v)", again, ms, err)
+			}
+		}
+		if q, err := decodeQuarantine(b); err == nil {
+			again, err := decodeQuarantine(encodeQuarantine(q.Key, q.Value, q.Error, q.At))
+			if err != nil || !bytes.Equal(again.Key, q.Key) || again.Error != truncate(q.Error, maxErrorLen) {
+				t.Fatalf("quarantine re-encode: %+v != %+v (%v)", again, q, err)
+			}
+		}
 	})
+}
+
+// normal makes empty and nil payloads equal for comparison.
+func normal(r record) record {
+	if len(r.Payload) == 0 {
+		r.Payload = nil
+	}
+	return r
 }
 
 // BenchmarkCodec compares the record encoding with JSON for a record with a

@@ -117,54 +117,75 @@ func decodeCounter(v []byte) int64 {
 }
 
 // Requeue takes a job out of the dead letters and runs it now with its
-// attempts reset, keeping its payload and checkpoint.
+// attempts reset, keeping its payload and checkpoint. The time it runs at is
+// fixed before the retry loop and kept in the record, so a retry after an
+// unknown commit result recognises its own requeue instead of reporting the
+// job not dead.
+//
+// Keys: reads S(1,"j",id) and S(1,"c",id) (snapshot); clears
+// S(1,"d",type,ms,id); sets S(1,"s",...) and S(1,"j",id); adds to
+// S(1,"dn",type). Bound: 5 keys, one record (at most 100 kB).
 func (q *Queue) Requeue(ctx context.Context, id ID) error {
-	err := q.db.Transact(ctx, func(tr kv.Transaction) error { return q.requeueTx(tr, id) })
+	now := q.Now()
+	applied := false
+	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+		if err := q.requeueTx(tr, id, now, maybeCommitted && applied); err != nil {
+			return err
+		}
+		applied = true
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("quick: requeue %s: %w", id, err)
 	}
 	return nil
 }
 
-// requeueTx runs a dead job again now.
-func (q *Queue) requeueTx(tr kv.Transaction, id ID) error {
-	{
-		v, err := tr.Get(q.k.jobKey(id)).Get()
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
-		var rec record
-		if err := rec.unmarshal(v); err != nil {
-			return err
-		}
-		if rec.State != stateDead {
-			return fmt.Errorf("%w: %s is not dead", ErrInvalidOption, id)
-		}
-		ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
-		if err != nil {
-			return err
-		}
-		now := q.Now()
-		tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
-		tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
-		key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
-		sv := schedValue{MaxAttempts: rec.MaxAttempts, Flags: rec.Flags & flagWaitable}
-		q.clearOutcome(tr, id, sv.Flags)
-		if ck != nil {
-			sv.Flags |= flagCheckpoint
-		}
-		tr.Set(key, sv.marshal())
-		rec.State, rec.DeadAtMs, rec.Attempts = stateActive, 0, 0
-		rec.PlacedAtMs, rec.PlacedLane = vestMs, int64(lane)
-		// A dead job gave up its unique key; requeued, it runs without one
-		// rather than take the key from a newer job.
-		rec.UniqueKey = ""
-		tr.Set(q.k.jobKey(id), rec.marshal())
-		return nil
+// requeueTx runs a dead job again at now. mine says that an earlier attempt
+// of the same call, with the same now, ran to its commit and may have
+// applied: a job found requeued at exactly now is then that attempt's own
+// requeue, not a job that is "not dead".
+func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) error {
+	v, err := tr.Get(q.k.jobKey(id)).Get()
+	if err != nil {
+		return err
 	}
+	if v == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	var rec record
+	if err := rec.unmarshal(v); err != nil {
+		return err
+	}
+	if mine && rec.RequeuedAtMs == now.UnixMilli() && rec.State != stateDead {
+		return nil // the earlier attempt's requeue committed
+	}
+	if rec.State != stateDead {
+		return fmt.Errorf("%w: %s is not dead", ErrInvalidOption, id)
+	}
+	if rec.Quarantined {
+		return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
+	}
+	ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
+	if err != nil {
+		return err
+	}
+	tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
+	tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
+	key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
+	sv := schedValue{MaxAttempts: rec.MaxAttempts, Flags: rec.Flags & flagWaitable}
+	q.clearOutcome(tr, id, sv.Flags)
+	if ck != nil {
+		sv.Flags |= flagCheckpoint
+	}
+	tr.Set(key, sv.marshal())
+	rec.State, rec.DeadAtMs, rec.Attempts = stateActive, 0, 0
+	rec.PlacedAtMs, rec.PlacedLane, rec.RequeuedAtMs = vestMs, int64(lane), now.UnixMilli()
+	// A dead job gave up its unique key; requeued, it runs without one
+	// rather than take the key from a newer job.
+	rec.UniqueKey = ""
+	tr.Set(q.k.jobKey(id), rec.marshal())
+	return nil
 }
 
 // purgeBatch bounds one purge transaction.
@@ -184,7 +205,9 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 	total := 0
 	for total < limit {
 		n := 0
-		err := q.db.Transact(ctx, func(tr kv.Transaction) error {
+		// A retry after an unknown result purges the next batch: each
+		// attempt clears what it read and counts it in the same commit.
+		err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 			n = 0
 			now := q.Now()
 			cv, err := tr.Snapshot().Get(q.k.deadCountKey(taskType)).Get()
@@ -236,7 +259,7 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 // range clear with no read; any worker runs it now and then.
 func (q *Queue) PurgeMarkers(ctx context.Context) error {
 	cut := q.k.markKey(idFloor(q.Now().Add(-q.opts.IdempotencyWindow)))
-	return q.db.Transact(ctx, func(tr kv.Transaction) error {
+	return q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 		tr.ClearRange(kv.KeyRange{Begin: rangeOf(q.k.mark).Begin, End: cut})
 		return nil
 	})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
-	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // State is where a job stands.
@@ -89,11 +88,11 @@ func stateOf(sv schedValue, vestMs, nowMs int64) State {
 
 // Get returns a job by ID.
 //
-// Cost: a point read of the record and of the schedule key where the job
-// was last placed. A leased job moved since then; finding it costs one range
-// read per lane over the lease window (now to now + MaxLease), and, for a
-// lease that lapsed, over the window since its placement. See
-// docs/design.md, "Lookup by ID".
+// Cost: two round trips of point reads, whatever the backlog: the record,
+// the enqueue marker and the lease index S(1,"l",id) at once, then the
+// schedule key where the record placed the job and, for a job claimed
+// since, where the lease index says its lease is. See docs/design.md,
+// "Lookup by ID".
 func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, error) {
 	var info JobInfo
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -109,6 +108,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	now := q.Now()
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
+	lf := rt.Get(q.k.leaseKey(id))
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -137,7 +137,11 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		info.DeadAt = time.UnixMilli(rec.DeadAtMs)
 		return info, nil, nil
 	}
-	key, sv, err := q.findSched(rt, &rec, id, now)
+	lv, err := lf.Get()
+	if err != nil {
+		return JobInfo{}, nil, err
+	}
+	key, sv, err := q.findSched(rt, &rec, id, lv)
 	if err != nil {
 		return JobInfo{}, nil, err
 	}
@@ -154,51 +158,33 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	return info, key, nil
 }
 
-// findSched locates a job's schedule key from its record.
-func (q *Queue) findSched(rt kv.ReadTransaction, rec *record, id ID, now time.Time) ([]byte, schedValue, error) {
+// findSched locates a job's schedule key with at most two point reads: where
+// the record last placed it (enqueue, fail, snooze, release, requeue) and
+// where the lease index says a claim or extension moved it. A job has one
+// schedule key, so at most one of them exists.
+func (q *Queue) findSched(rt kv.ReadTransaction, rec *record, id ID, leaseIdx []byte) ([]byte, schedValue, error) {
 	prio := Priority(rec.Priority)
-	placed := q.k.schedKey(rec.TaskType, int(rec.PlacedLane), prio, rec.PlacedAtMs, id)
-	v, err := rt.Get(placed).Get()
-	if err != nil {
-		return nil, schedValue{}, err
-	}
-	if v != nil {
-		var sv schedValue
-		return placed, sv, sv.unmarshal(v)
-	}
-	// Claimed since it was placed: a live lease lies in (now, now+MaxLease],
-	// with a minute of margin for holders whose clocks run ahead; a lapsed
-	// one in [placed, now].
-	nowMs := now.UnixMilli()
-	windows := [][2]int64{
-		{nowMs + 1, nowMs + (q.opts.MaxLease + time.Minute).Milliseconds() + 1},
-		{rec.PlacedAtMs, nowMs + 1},
-	}
-	for _, w := range windows {
-		for lane := 0; lane < q.lanes; lane++ {
-			key, sv, err := q.scanFor(rt, q.k.laneWindow(rec.TaskType, lane, prio, w[0], w[1]), id)
-			if err != nil || key != nil {
-				return key, sv, err
-			}
+	keys := [][]byte{q.k.schedKey(rec.TaskType, int(rec.PlacedLane), prio, rec.PlacedAtMs, id)}
+	if leaseIdx != nil {
+		ms, err := decodeLeaseIndex(leaseIdx)
+		if err != nil {
+			return nil, schedValue{}, fmt.Errorf("quick: job %s: lease index: %w", id, err)
 		}
+		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, q.lanes), prio, ms, id))
 	}
-	return nil, schedValue{}, nil
-}
-
-func (q *Queue) scanFor(rt kv.ReadTransaction, r kv.KeyRange, id ID) ([]byte, schedValue, error) {
-	want := tuple.UUID(id)
-	it := rt.GetRange(r, kv.RangeOptions{}).Iterator()
-	for it.Advance() {
-		p, err := it.Get()
+	fs := make([]kv.Future[[]byte], len(keys))
+	for i, k := range keys {
+		fs[i] = rt.Get(k)
+	}
+	for i, f := range fs {
+		v, err := f.Get()
 		if err != nil {
 			return nil, schedValue{}, err
 		}
-		sk, err := q.k.parseSched(p.Key)
-		if err != nil || tuple.UUID(sk.ID) != want {
-			continue
+		if v != nil {
+			var sv schedValue
+			return keys[i], sv, sv.unmarshal(v)
 		}
-		var sv schedValue
-		return p.Key, sv, sv.unmarshal(p.Value)
 	}
 	return nil, schedValue{}, nil
 }
@@ -255,6 +241,7 @@ func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
 func (q *Queue) forget(tr kv.Transaction, info JobInfo) {
 	tr.Clear(q.k.jobKey(info.ID))
 	tr.Clear(q.k.ckptKey(info.ID))
+	tr.Clear(q.k.leaseKey(info.ID))
 	if info.State == StateDead {
 		tr.Clear(q.k.deadKey(info.TaskType, info.DeadAt.UnixMilli(), info.ID))
 		tr.Add(q.k.deadCountKey(info.TaskType), le64(-1))

@@ -1,6 +1,7 @@
 package quick
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -18,11 +19,14 @@ const schemaVersion = 1
 //	S (1, "cfg")                              queue configuration
 //	S (1, "s", type, lane, prio, vestMs, id)  schedule key: moves on claim/extend
 //	S (1, "j", id)                            record: payload and metadata
+//	S (1, "l", id)                            lease index: vesting ms of a claimed job's key
 //	S (1, "c", id)                            checkpoint bytes
 //	S (1, "m", id)                            enqueue marker (idempotent retries)
 //	S (1, "u", type, uniqueKey)               unique key -> id
 //	S (1, "d", type, deadMs, id)              dead-letter index
 //	S (1, "dn", type)                         dead-letter count (atomic)
+//	S (1, "x", hash)                          quarantined raw entries that did not decode
+//	S (1, "xn")                               quarantine count (atomic)
 //	S (1, "t", type)                          known task types
 //	S (1, "w", ...)                           worker registry (package lanes)
 //	S (1, "wake", type)                       wake-up key for idle workers
@@ -32,11 +36,14 @@ type keys struct {
 	root  tuple.Subspace
 	sched tuple.Subspace
 	job   tuple.Subspace
+	lease tuple.Subspace
 	ckpt  tuple.Subspace
 	mark  tuple.Subspace
 	uniq  tuple.Subspace
 	dead  tuple.Subspace
 	deadN tuple.Subspace
+	quar  tuple.Subspace
+	quarN []byte
 	types tuple.Subspace
 	wake  tuple.Subspace
 	sleep tuple.Subspace
@@ -49,11 +56,14 @@ func newKeys(space tuple.Subspace) keys {
 		root:  root,
 		sched: root.Sub("s"),
 		job:   root.Sub("j"),
+		lease: root.Sub("l"),
 		ckpt:  root.Sub("c"),
 		mark:  root.Sub("m"),
 		uniq:  root.Sub("u"),
 		dead:  root.Sub("d"),
 		deadN: root.Sub("dn"),
+		quar:  root.Sub("x"),
+		quarN: root.Pack(tuple.Tuple{"xn"}),
 		types: root.Sub("t"),
 		wake:  root.Sub("wake"),
 		sleep: root.Sub("sleep"),
@@ -87,6 +97,12 @@ func (k keys) place(taskType string, prio Priority, vest time.Time, id ID, lanes
 	return k.schedKey(taskType, lane, prio, vestMs, id), lane, vestMs
 }
 
+// placeKey is place's key alone.
+func (k keys) placeKey(taskType string, prio Priority, vest time.Time, id ID, lanes int) []byte {
+	key, _, _ := k.place(taskType, prio, vest, id, lanes)
+	return key
+}
+
 func (k keys) parseSched(key []byte) (schedKey, error) {
 	t, err := k.sched.Unpack(key)
 	if err != nil {
@@ -118,14 +134,20 @@ func (k keys) laneAll(taskType string, lane int) kv.KeyRange {
 	return kv.KeyRange{Begin: b, End: e}
 }
 
-// laneWindow is the part of a lane's range with vesting times in [from, to).
-func (k keys) laneWindow(taskType string, lane int, prio Priority, fromMs, toMs int64) kv.KeyRange {
-	s := k.sched.Sub(taskType, int64(lane), int64(prio))
-	return kv.KeyRange{Begin: s.Pack(tuple.Tuple{fromMs}), End: s.Pack(tuple.Tuple{toMs})}
-}
-
 func (k keys) jobKey(id ID) []byte  { return k.job.Pack(tuple.Tuple{tuple.UUID(id)}) }
 func (k keys) ckptKey(id ID) []byte { return k.ckpt.Pack(tuple.Tuple{tuple.UUID(id)}) }
+
+// leaseKey indexes where a claimed job's schedule key is: its value is the
+// key's vesting time, from which the lane follows (laneOf), so Get and
+// Cancel find a leased job with point reads.
+func (k keys) leaseKey(id ID) []byte { return k.lease.Pack(tuple.Tuple{tuple.UUID(id)}) }
+
+// quarKey is where a raw entry that did not decode is kept, named by a hash
+// of its key (a raw key may be up to 10 kB; the hash keeps this one short).
+func (k keys) quarKey(raw []byte) []byte {
+	h := sha256.Sum256(raw)
+	return k.quar.Pack(tuple.Tuple{h[:16]})
+}
 func (k keys) markKey(id ID) []byte { return k.mark.Pack(tuple.Tuple{tuple.UUID(id)}) }
 func (k keys) uniqKey(taskType, unique string) []byte {
 	return k.uniq.Pack(tuple.Tuple{taskType, unique})

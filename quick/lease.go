@@ -1,12 +1,18 @@
 package quick
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
+
+// extendBatch bounds one ExtendMany transaction.
+const extendBatch = 500
 
 // Lease is a claimed job: what its handler needs, and the lease that lets its
 // holder change it. A Lease is a value; operations that move the job (Extend,
@@ -154,7 +160,7 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
 	scheds := make([]kv.Future[[]byte], len(acks))
 	for i, a := range acks {
-		scheds[i] = tr.Get(a.Lease.key)
+		scheds[i] = leaseRead(tr).Get(a.Lease.key)
 	}
 	recs := make([]kv.Future[[]byte], len(acks))
 	for i, a := range acks {
@@ -164,7 +170,10 @@ func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) 
 	}
 	out := make([]AckResult, len(acks))
 	for i, a := range acks {
-		sv, err := q.held(scheds[i], a.Lease)
+		l, sv, err := q.hold(tr, scheds[i], a.Lease)
+		if err == nil {
+			a.Lease = l
+		}
 		if err != nil {
 			if !IsLeaseLost(err) {
 				return nil, err
@@ -256,22 +265,83 @@ func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
 		return schedValue{}, err
 	}
 	if v == nil {
-		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
+		// The key is not where the lease says: the job was claimed by
+		// another, extended, acked or cancelled.
+		if !mutant.On("quick.moved-key") {
+			return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
+		}
+		v = l.sv.marshal()
 	}
 	var sv schedValue
 	if err := sv.unmarshal(v); err != nil {
 		return schedValue{}, fmt.Errorf("quick: job %s: %w", l.ID, err)
 	}
-	if sv.Token != l.sv.Token {
+	// The key is where the lease says, but it may be another lease's: a
+	// lease that lapsed, was claimed by another at exactly its deadline and
+	// released, leaves an identical key. Only the token tells them apart.
+	if sv.Token != l.sv.Token && !mutant.On("quick.token") {
 		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "token"}
 	}
 	return sv, nil
+}
+
+// hold checks that the lease still holds its job, as held does, and finds
+// the lease where the lease index says it is when its key moved: a renewal
+// of this very lease may have committed with its outcome unknown to the
+// holder (its context ended while the commit was in flight), leaving the
+// holder with the old key. The token, unique per claim and kept by every
+// extension, says the lease is the holder's own wherever its key is. It
+// returns the lease as it stands.
+func (q *Queue) hold(tr kv.Transaction, f kv.Future[[]byte], l Lease) (Lease, schedValue, error) {
+	sv, err := q.held(f, l)
+	var lost *LeaseLostError
+	if err == nil || !errors.As(err, &lost) || lost.Reason != "moved" {
+		return l, sv, err
+	}
+	iv, ierr := leaseRead(tr).Get(q.k.leaseKey(l.ID)).Get()
+	if ierr != nil {
+		return l, schedValue{}, ierr
+	}
+	if iv == nil {
+		return l, schedValue{}, err
+	}
+	ms, derr := decodeLeaseIndex(iv)
+	if derr != nil {
+		return l, schedValue{}, err
+	}
+	lane := laneOf(l.TaskType, l.Priority, ms, l.ID, q.lanes)
+	key := q.k.schedKey(l.TaskType, lane, l.Priority, ms, l.ID)
+	if bytes.Equal(key, l.key) {
+		return l, schedValue{}, err
+	}
+	moved := l
+	moved.key, moved.lane = key, lane
+	msv, merr := q.held(leaseRead(tr).Get(key), moved)
+	if merr != nil {
+		if IsLeaseLost(merr) {
+			return l, schedValue{}, err
+		}
+		return l, schedValue{}, merr
+	}
+	moved.sv, moved.Deadline = msv, time.UnixMilli(ms)
+	return moved, msv, nil
+}
+
+// leaseRead is what lease operations read their schedule key through: the
+// transaction itself, so the read adds a read-conflict range and a claim
+// or ack that moves the key meanwhile makes this commit fail.
+func leaseRead(tr kv.Transaction) kv.ReadTransaction {
+	if mutant.On("quick.conflict-range") {
+		return tr.Snapshot()
+	}
+	return tr
 }
 
 func (q *Queue) completeTx(tr kv.Transaction, l Lease, sv schedValue) {
 	q.recordOutcome(tr, l.ID, sv.Flags, OutcomeCompleted, sv.Attempt, "")
 	tr.Clear(l.key)
 	tr.Clear(q.k.jobKey(l.ID))
+	tr.Clear(q.k.leaseKey(l.ID))
 	if sv.hasCheckpoint() {
 		tr.Clear(q.k.ckptKey(l.ID))
 	}
@@ -304,6 +374,7 @@ func (q *Queue) replaceTx(tr kv.Transaction, a plannedAck, sv schedValue, rec *r
 	key, lane, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, runAt, a.Lease.ID, q.lanes)
 	tr.Clear(a.Lease.key)
 	tr.Set(key, sv.marshal())
+	tr.Clear(q.k.leaseKey(a.Lease.ID)) // the record says where it is now
 	rec.PlacedAtMs, rec.PlacedLane, rec.Attempts = vestMs, int64(lane), sv.Attempt
 	tr.Set(q.k.jobKey(a.Lease.ID), rec.marshal())
 	return AckResult{RunAt: time.UnixMilli(vestMs)}
@@ -320,6 +391,7 @@ func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID
 	rec.LastError = errText
 	rec.Attempts = sv.Attempt
 	tr.Set(q.k.jobKey(id), rec.marshal())
+	tr.Clear(q.k.leaseKey(id))
 	tr.Set(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id), nil)
 	tr.Add(q.k.deadCountKey(rec.TaskType), le64(1))
 	if sv.UniqueKey != "" {
@@ -327,8 +399,13 @@ func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID
 	}
 }
 
-// Ack applies acks in transactions of its own (up to 500 a transaction).
-// It returns one result per ack; a lost lease fails only its own ack.
+// Ack applies acks in transactions of its own, split so that each stays far
+// under FDB's limits: at most ackBatch acks and about ackBatchBytes of
+// mutations a transaction (an ack that rewrites the record counts its
+// payload; see ackCost). Releases at shutdown take the same path. It returns
+// one result per ack; a lost lease fails only its own ack. If a later
+// transaction fails, the results of the earlier ones are returned with the
+// error: those acks applied.
 func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 	for i, a := range acks {
 		if err := q.checkAck(a); err != nil {
@@ -337,8 +414,8 @@ func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 	}
 	planned := q.plan(acks)
 	out := make([]AckResult, 0, len(acks))
-	for start := 0; start < len(acks); start += ackBatch {
-		end := min(start+ackBatch, len(acks))
+	for start := 0; start < len(acks); {
+		end := ackSplit(planned, start)
 		var res []AckResult
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			var prev []bool
@@ -356,15 +433,48 @@ func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 			return out, fmt.Errorf("quick: ack: %w", err)
 		}
 		out = append(out, res...)
+		start = end
 	}
 	return out, nil
 }
 
-// ackBatch keeps an ack transaction small: an ack writes at most a record
-// (about 100 KB in the worst case), so 500 of the usual few hundred bytes
-// stay far under FDB's 1 MB advice. Complete, the common case, writes only
-// clears.
-const ackBatch = 500
+// Bounds of one ack transaction: at most ackBatch acks and ackBatchBytes of
+// estimated mutations (the first ack always goes, and one ack is at most
+// about 100 kB: a record is one FDB value). FDB advises transactions under
+// 1 MB and refuses them over 10 MB (2101); complete, the common case, writes
+// only clears, so 500 completes cost about 100 kB.
+const (
+	ackBatch      = 500
+	ackBatchBytes = 1 << 20
+)
+
+// ackSplit returns the end of the batch of acks that starts at start.
+func ackSplit(acks []plannedAck, start int) int {
+	end, bytes := start, 0
+	for end < len(acks) && end-start < ackBatch {
+		c := ackCost(acks[end])
+		if end > start && bytes+c > ackBatchBytes {
+			break
+		}
+		bytes += c
+		end++
+	}
+	return end
+}
+
+// ackCost bounds the mutation bytes of one ack: the keys it clears and sets
+// (schedule, record, lease index, checkpoint, unique and dead-letter keys,
+// each about as long as the schedule key) and, for an ack that rewrites the
+// record, the record. A record holds what the lease holds (the payload
+// never changes after enqueue) plus the error text.
+func ackCost(a plannedAck) int {
+	n := 256 + 8*len(a.Lease.key)
+	if a.Kind == AckComplete {
+		return n
+	}
+	return n + len(a.Lease.Payload) + len(a.Lease.ItemSpace) + len(a.Lease.TaskType) + len(a.Lease.sv.UniqueKey) +
+		len(a.Lease.LastError) + min(len(a.Error), maxErrorLen) + len(a.Lease.sv.Holder)
+}
 
 // Complete deletes a finished job.
 func (q *Queue) Complete(ctx context.Context, l Lease) error {
@@ -428,7 +538,10 @@ func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, er
 // lost lease fails only its own entry in errs, and its Lease comes back
 // unchanged.
 //
-// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one.
+// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one and
+// the lease index S(1,"l",id). Bound: 500 leases a transaction, each a
+// schedule key and value of at most about 1.2 kB (unique key 512 bytes,
+// holder 256), so under 1 MB.
 func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
 	if err := q.checkLease(d); err != nil {
 		return nil, nil, err
@@ -437,16 +550,16 @@ func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]
 	errs := make([]error, len(ls))
 	applied := make([]bool, len(ls))
 	deadline := q.Now().Add(d)
-	for start := 0; start < len(ls); start += ackBatch {
-		end := min(start+ackBatch, len(ls))
+	for start := 0; start < len(ls); start += extendBatch {
+		end := min(start+extendBatch, len(ls))
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			fs := make([]kv.Future[[]byte], end-start)
 			for i := range fs {
-				fs[i] = tr.Get(ls[start+i].key)
+				fs[i] = leaseRead(tr).Get(ls[start+i].key)
 			}
 			for i, f := range fs {
 				l := ls[start+i]
-				sv, err := q.held(f, l)
+				l, sv, err := q.hold(tr, f, l)
 				if err != nil {
 					if !IsLeaseLost(err) {
 						return err
@@ -490,11 +603,34 @@ func (q *Queue) movedTo(tr kv.Transaction, l Lease, deadline time.Time) (Lease, 
 	return l, true, nil
 }
 
+// checkpointed tells whether an earlier attempt of a checkpoint committed:
+// the lease (found by hold) sits at the key the checkpoint moves it to,
+// having moved there from orig, or, when that is orig itself, the stored
+// checkpoint is the one this call writes.
+func (q *Queue) checkpointed(tr kv.Transaction, l, orig Lease, state []byte, deadline time.Time, maybe bool) (bool, error) {
+	if !maybe || !bytes.Equal(l.key, q.k.placeKey(l.TaskType, l.Priority, deadline, l.ID, q.lanes)) {
+		return false, nil
+	}
+	if !bytes.Equal(l.key, orig.key) {
+		return true, nil
+	}
+	ck, err := tr.Get(q.k.ckptKey(l.ID)).Get()
+	return err == nil && ck != nil && bytes.Equal(ck, state) && l.sv.hasCheckpoint(), err
+}
+
 // moveTx moves a held job's schedule key to a new deadline.
 func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.Time) Lease {
-	key, lane, _ := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	key, lane, vestMs := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
+	if bytes.Equal(key, l.key) && sv == l.sv {
+		// Already there, as it is: an earlier attempt of this very move
+		// committed (found through the lease index), or the deadline is
+		// the current one. Writing it again would change nothing.
+		l.Deadline = deadline.Truncate(time.Millisecond)
+		return l
+	}
 	tr.Clear(l.key)
 	tr.Set(key, sv.marshal())
+	tr.Set(q.k.leaseKey(l.ID), encodeLeaseIndex(vestMs))
 	l.key, l.lane, l.sv = key, lane, sv
 	l.Deadline = deadline.Truncate(time.Millisecond)
 	return l
@@ -516,8 +652,9 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	var out Lease
 	deadline := q.Now().Add(d)
 	applied := false
+	orig := l
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		sv, err := q.held(tr.Get(l.key), l)
+		l, sv, err := q.hold(tr, leaseRead(tr).Get(l.key), l)
 		if err != nil {
 			if maybeCommitted && applied && IsLeaseLost(err) {
 				moved, ok, merr := q.movedTo(tr, l, deadline)
@@ -531,6 +668,17 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 				}
 			}
 			return err
+		}
+		done, err := q.checkpointed(tr, l, orig, state, deadline, maybeCommitted && applied)
+		if err != nil {
+			return err
+		}
+		if done {
+			// The earlier attempt's checkpoint and move committed together.
+			out = l
+			out.Deadline = deadline.Truncate(time.Millisecond)
+			out.Checkpoint = state
+			return nil
 		}
 		tr.Set(q.k.ckptKey(l.ID), state)
 		sv.Flags |= flagCheckpoint

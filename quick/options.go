@@ -72,6 +72,7 @@ const (
 	MaxUniqueKeyLen  = 512
 	MaxItemSpaceLen  = 256
 	maxErrorLen      = 2_000
+	maxHolderLen     = 256
 	// MinLease keeps a lease safe against FDB's 5-second transaction limit:
 	// a claim may take up to 5 s to commit, and the lease keeper needs time
 	// to renew before expiry.
@@ -87,8 +88,8 @@ type Options struct {
 	Lanes int
 	// Clock is the queue's time; tests inject a clock.Fake. Default real.
 	Clock clock.Clock
-	// MaxLease caps any lease (claim or extension). Lookup by ID scans the
-	// window a lease can reach, so it must be bounded. Default 15 minutes.
+	// MaxLease caps any lease (claim or extension), so a job whose holder
+	// vanished runs again within it. Default 15 minutes.
 	MaxLease time.Duration
 	// IdempotencyWindow is how long the marker of an enqueued job ID is kept
 	// after the ID's time, so that a retried enqueue finds the job even when

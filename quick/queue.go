@@ -41,7 +41,8 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 		return nil, err
 	}
 	q := &Queue{db: db, space: space, k: newKeys(space), opts: opts}
-	err := db.Transact(ctx, func(tr kv.Transaction) error {
+	// Idempotent: a retry after an unknown result reads what it wrote.
+	err := kv.TransactWatched(ctx, db, func(tr kv.Transaction, _ bool) error {
 		v, err := tr.Get(q.k.cfg).Get()
 		if err != nil {
 			return err

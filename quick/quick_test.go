@@ -191,7 +191,9 @@ func TestExtendKeepsJobAndChangesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := e.db.Stats().Sub(before)
-	if d.BytesWritten > 200 {
+	// The schedule key moves (a clear and a set) and the lease index is
+	// set: about 220 bytes, never the 10 kB payload.
+	if d.BytesWritten > 300 {
 		t.Fatalf("extend wrote %d bytes: it must not rewrite the 10 kB payload", d.BytesWritten)
 	}
 	e.clk.Advance(30 * time.Second) // past the first deadline, within the second

@@ -3,8 +3,10 @@ package quick_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,26 +20,41 @@ import (
 )
 
 // TestStateMachine drives jobs through random interleavings of every queue
-// operation, worker disappearances and clock advances, over a database that
-// injects commit_unknown_result (applied and not) and spurious conflicts, and
-// checks the queue against a model after every step: no job lost or
-// duplicated, no operation under a stale lease succeeds or changes anything,
-// attempts and dead letters as configured, unique keys unique, checkpoints
-// resumed by the next holder.
+// operation, worker disappearances and shutdowns, and clock advances, over a
+// database that injects every commit fault kv.WithFaults knows:
+// commit_unknown_result (applied and not), spurious conflicts, the
+// operation's own timeout and a cancellation striking a commit in flight
+// (applied and not), and commits that take 4.5 s of the fake clock. Some
+// jobs carry 60 kB payloads, so a transaction that does not bound its bytes
+// fails with 2101 (the engine enforces FDB's limits). It checks the queue
+// against a model after every step: no job lost or duplicated, no operation
+// under a stale lease succeeds or changes anything, attempts and dead
+// letters as configured, unique keys unique, checkpoints resumed by the next
+// holder. It fails if any fault kind was never injected.
 func TestStateMachine(t *testing.T) {
-	var jobs, steps, faults int64
+	var jobs, steps int64
+	var faults kv.FaultStats
+	cfg := kv.Faults{
+		UnknownCommitted:      0.04,
+		UnknownNotCommitted:   0.04,
+		Conflict:              0.04,
+		TimedOutCommitted:     0.015,
+		TimedOutNotCommitted:  0.015,
+		CancelledCommitted:    0.015,
+		CancelledNotCommitted: 0.015,
+		SlowCommit:            0.02,
+	}
 	defer func() {
-		t.Logf("drove %d jobs through %d checked steps; %d commit faults injected", jobs, steps, faults)
+		t.Logf("drove %d jobs through %d checked steps; faults injected: %+v", jobs, steps, faults)
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		raw, space := fdbtest.Open(t)
-		faulty := kv.WithFaults(raw, kv.Faults{
-			Seed:                rapid.Uint64().Draw(rt, "seed"),
-			UnknownCommitted:    0.05,
-			UnknownNotCommitted: 0.05,
-			Conflict:            0.05,
-		})
-		m := newModel(rt, raw, faulty, space)
+		f := cfg
+		f.Seed = rapid.Uint64().Draw(rt, "seed")
+		clk := clock.NewFake(epoch)
+		f.Advance = clk.Advance
+		faulty := kv.WithFaults(raw, f)
+		m := newModel(rt, raw, faulty, space, clk)
 		rt.Repeat(map[string]func(*rapid.T){
 			"enqueue":  m.enqueue,
 			"claim":    m.claim,
@@ -50,15 +67,37 @@ func TestStateMachine(t *testing.T) {
 			"ckpt":     m.checkpoint,
 			"cancel":   m.cancel,
 			"vanish":   m.vanish,
+			"shutdown": m.shutdown,
 			"advance":  m.advance,
+			"deadline": m.toDeadline,
 			"":         m.check,
 		})
 		m.drain(rt)
 		jobs += int64(len(m.order))
 		steps += m.steps
-		fs := faulty.Stats()
-		faults += fs.UnknownCommitted + fs.UnknownNotCommitted + fs.Conflicts
+		faults = add(faults, faulty.Stats())
 	})
+	// With the default 400 checks every kind is injected dozens of times;
+	// a run shortened with -rapid.checks may legitimately miss one.
+	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
+		if n, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); n < 100 {
+			t.Logf("fault kinds never injected in %d checks: %v", n, missing)
+		} else {
+			t.Fatalf("fault kinds never injected: %v (the faults are switched off?)", missing)
+		}
+	}
+}
+
+func add(a, b kv.FaultStats) kv.FaultStats {
+	a.UnknownCommitted += b.UnknownCommitted
+	a.UnknownNotCommitted += b.UnknownNotCommitted
+	a.Conflicts += b.Conflicts
+	a.TimedOutCommitted += b.TimedOutCommitted
+	a.TimedOutNotCommitted += b.TimedOutNotCommitted
+	a.CancelledCommitted += b.CancelledCommitted
+	a.CancelledNotCommitted += b.CancelledNotCommitted
+	a.SlowCommits += b.SlowCommits
+	return a
 }
 
 type mstate int
@@ -107,8 +146,7 @@ const (
 
 func smBackoff(attempt int) time.Duration { return time.Duration(attempt) * 10 * time.Second }
 
-func newModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace) *model {
-	clk := clock.NewFake(epoch)
+func newModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *model {
 	ctx := context.Background()
 	opts := quick.Options{Clock: clk, Lanes: 4, Backoff: smBackoff, MaxLease: time.Minute}
 	q, err := quick.Open(ctx, faulty, space, opts)
@@ -144,13 +182,18 @@ func (m *model) enqueue(rt *rapid.T) {
 			MaxAttempts: rapid.IntRange(1, 3).Draw(rt, "max"),
 			Payload:     []byte(fmt.Sprint("p", i)),
 		}
+		if rapid.IntRange(0, 9).Draw(rt, "large") == 0 {
+			j.Payload = bytes.Repeat([]byte{byte(i)}, 60_000)
+		}
 		if rapid.IntRange(0, 3).Draw(rt, "uniq") == 0 {
 			j.UniqueKey = rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "ukey")
 		}
 		in = append(in, j)
 	}
 	// Sometimes retry a whole batch with the same IDs, as a caller would
-	// after an error.
+	// after an error. Times are the queue's before the call: a slow commit
+	// moves the clock while it runs.
+	now := m.clk.Now()
 	res, err := m.q.Enqueue(m.ctx, in...)
 	if err != nil {
 		rt.Fatalf("enqueue: %v", err)
@@ -166,7 +209,7 @@ func (m *model) enqueue(rt *rapid.T) {
 		if r.Duplicate || r.ID != j.ID {
 			rt.Fatalf("enqueue of a new job returned %+v", r)
 		}
-		m.jobs[j.ID] = &mjob{id: j.ID, prio: j.Priority, unique: j.UniqueKey, maxAttempts: j.MaxAttempts, vestAt: m.clk.Now().Add(j.Delay)}
+		m.jobs[j.ID] = &mjob{id: j.ID, prio: j.Priority, unique: j.UniqueKey, maxAttempts: j.MaxAttempts, vestAt: now.Add(j.Delay)}
 		m.order = append(m.order, j.ID)
 	}
 	if rapid.Bool().Draw(rt, "retry") {
@@ -298,23 +341,64 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 		h := m.held[i]
 		cur := m.current(h)
 		a := quick.Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second}
+		now := m.clk.Now()
 		res, err := m.q.Ack(m.ctx, a)
 		if err != nil {
 			rt.Fatalf("%s: %v", kind, err)
 		}
 		m.dropHeld(i)
+		m.acked(rt, h, cur, kind, res[0], now)
+	}
+}
+
+// shutdown releases every lease a worker holds in one Ack call, as a
+// worker does when it stops: the call splits them into bounded batches.
+func (m *model) shutdown(rt *rapid.T) {
+	w := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
+	var mine []heldLease
+	var acks []quick.Ack
+	keep := m.held[:0]
+	for _, h := range m.held {
+		if h.worker == w {
+			mine = append(mine, h)
+			acks = append(acks, quick.Ack{Lease: h.lease, Kind: quick.AckRelease})
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	m.held = keep
+	if len(acks) == 0 {
+		rt.Skip("the worker holds no lease")
+	}
+	cur := make([]bool, len(mine))
+	for i, h := range mine {
+		cur[i] = m.current(h)
+	}
+	now := m.clk.Now()
+	res, err := m.q.Ack(m.ctx, acks...)
+	if err != nil {
+		rt.Fatalf("shutdown release: %v", err)
+	}
+	for i, h := range mine {
+		m.acked(rt, h, cur[i], quick.AckRelease, res[i], now)
+	}
+}
+
+// acked checks one ack's result against the model and applies it; now is
+// the queue's time before the call.
+func (m *model) acked(rt *rapid.T, h heldLease, cur bool, kind quick.AckKind, res quick.AckResult, now time.Time) {
+	{
 		if !cur {
-			if !quick.IsLeaseLost(res[0].Err) {
-				rt.Fatalf("%s under a stale lease of %s: %+v, want lease lost", kind, h.lease.ID, res[0])
+			if !quick.IsLeaseLost(res.Err) {
+				rt.Fatalf("%s under a stale lease of %s: %+v, want lease lost", kind, h.lease.ID, res)
 			}
 			return
 		}
-		if res[0].Err != nil {
-			rt.Fatalf("%s under the current lease of %s: %v", kind, h.lease.ID, res[0].Err)
+		if res.Err != nil {
+			rt.Fatalf("%s under the current lease of %s: %v", kind, h.lease.ID, res.Err)
 		}
 		j := m.jobs[h.lease.ID]
 		j.leased = false
-		now := m.clk.Now()
 		switch kind {
 		case quick.AckComplete:
 			j.state = mDone
@@ -322,13 +406,13 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 			m.kill(j)
 		case quick.AckFail:
 			if j.attempts >= j.maxAttempts {
-				if !res[0].Dead {
+				if !res.Dead {
 					rt.Fatalf("fail on the last attempt did not dead-letter %s", j.id)
 				}
 				m.kill(j)
 				return
 			}
-			if res[0].Dead {
+			if res.Dead {
 				rt.Fatalf("fail on attempt %d of %d dead-lettered %s", j.attempts, j.maxAttempts, j.id)
 			}
 			j.vestAt = now.Add(15 * time.Second)
@@ -339,8 +423,8 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 			j.attempts--
 			j.vestAt = now
 		}
-		if !res[0].RunAt.IsZero() && !res[0].RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
-			rt.Fatalf("%s: runs at %v, model %v", kind, res[0].RunAt, j.vestAt)
+		if !res.RunAt.IsZero() && !res.RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
+			rt.Fatalf("%s: runs at %v, model %v", kind, res.RunAt, j.vestAt)
 		}
 	}
 }
@@ -426,6 +510,17 @@ func (m *model) advance(rt *rapid.T) {
 	// A lapsed lease makes its job claimable again; its holder may still
 	// act until someone else claims it (model.current).
 	m.clk.Advance(d)
+}
+
+// toDeadline moves the clock to exactly a held lease's deadline, where the
+// job vests again: a claim there and a release put the job back on that
+// lease's very key, which only the token tells apart.
+func (m *model) toDeadline(rt *rapid.T) {
+	i, ok := m.pickHeld(rt)
+	if !ok {
+		rt.Skip("no lease held")
+	}
+	m.clk.Set(m.held[i].lease.Deadline)
 }
 
 // check compares the database with the model.

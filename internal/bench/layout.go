@@ -27,13 +27,13 @@ const normalPrio = int64(quick.Normal)
 
 // layout is the subset of quick's key layout the mirror needs.
 type layout struct {
-	sched, job, ckpt tuple.Subspace
-	lanes            int
+	sched, job, ckpt, lease tuple.Subspace
+	lanes                   int
 }
 
 func newLayout(space tuple.Subspace, lanes int) layout {
 	root := space.Sub(int64(schemaVersion))
-	return layout{sched: root.Sub("s"), job: root.Sub("j"), ckpt: root.Sub("c"), lanes: lanes}
+	return layout{sched: root.Sub("s"), job: root.Sub("j"), ckpt: root.Sub("c"), lease: root.Sub("l"), lanes: lanes}
 }
 
 // schedKey is a parsed schedule key S(1,"s",type,lane,prio,vestMs,id).
@@ -80,6 +80,12 @@ func (l layout) laneRange(taskType string, lane int, prio int64) kv.KeyRange {
 
 func (l layout) jobKey(id quick.ID) []byte  { return l.job.Pack(tuple.Tuple{tuple.UUID(id)}) }
 func (l layout) ckptKey(id quick.ID) []byte { return l.ckpt.Pack(tuple.Tuple{tuple.UUID(id)}) }
+
+// leaseKey is quick's lease index S(1,"l",id): a claimed job's vesting ms
+// (a protobuf varint, field 1), so lookup by ID finds the moved key.
+func (l layout) leaseKey(id quick.ID) []byte { return l.lease.Pack(tuple.Tuple{tuple.UUID(id)}) }
+
+func leaseIndex(vestMs int64) []byte { return wire.AppendVarint(nil, 1, uint64(vestMs)) }
 
 // schedValue mirrors quick's schedule value (protobuf fields 1-7).
 type schedValue struct {

@@ -83,6 +83,7 @@ func (m mirror) leaseTx(tr kv.Transaction, cands []candidate, holder string, now
 		key := m.l.pack(sk)
 		tr.Clear(c.key)
 		tr.Set(key, sv.marshal())
+		tr.Set(m.l.leaseKey(c.sk.ID), leaseIndex(sk.VestMs))
 		out = append(out, mirrorLease{key: key, sk: sk, sv: sv})
 	}
 	return out, nil
@@ -95,6 +96,7 @@ func (m mirror) deleteTx(tr kv.Transaction, c candidate) error {
 	}
 	tr.Clear(c.key)
 	tr.Clear(m.l.jobKey(c.sk.ID))
+	tr.Clear(m.l.leaseKey(c.sk.ID))
 	if c.sv.Flags&flagCheckpoint != 0 {
 		tr.Clear(m.l.ckptKey(c.sk.ID))
 	}
@@ -126,6 +128,7 @@ func (m mirror) complete(ctx context.Context, db kv.Database, ml mirrorLease) (l
 		if ok {
 			tr.Clear(ml.key)
 			tr.Clear(m.l.jobKey(ml.sk.ID))
+			tr.Clear(m.l.leaseKey(ml.sk.ID))
 			if ml.sv.Flags&flagCheckpoint != 0 {
 				tr.Clear(m.l.ckptKey(ml.sk.ID))
 			}
@@ -157,6 +160,7 @@ func (m mirror) fail(ctx context.Context, db kv.Database, ml mirrorLease, now ti
 		sk := m.l.place(m.taskType, ml.sk.Priority, now.Add(delay).UnixMilli(), ml.sk.ID)
 		tr.Clear(ml.key)
 		tr.Set(m.l.pack(sk), sv.marshal())
+		tr.Clear(m.l.leaseKey(ml.sk.ID))
 		tr.Set(m.l.jobKey(ml.sk.ID), replaceRecordFields(rec, sk.VestMs, int64(sk.Lane), sv.Attempt, errText))
 		return nil
 	})

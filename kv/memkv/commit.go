@@ -128,7 +128,7 @@ func (t *txn) Commit() error {
 	lat := t.db.delay(t.db.opts.Latency.Commit)
 	var sent time.Time
 	if !grvAt.IsZero() || lat > 0 {
-		sent = time.Now()
+		sent = t.db.opts.Wait.Now()
 		if grvAt.After(sent) {
 			sent = grvAt
 		}
@@ -152,7 +152,7 @@ func (t *txn) Commit() error {
 	}
 
 	if lat > 0 {
-		if ierr := t.inFlight(g, time.Now(), lat-lat/2); ierr != nil {
+		if ierr := t.inFlight(g, t.db.opts.Wait.Now(), lat-lat/2); ierr != nil {
 			return duringCommit(ierr)
 		}
 	}
@@ -166,7 +166,7 @@ func (t *txn) inFlight(g *gen, start time.Time, d time.Duration) error {
 	if start.IsZero() {
 		return nil
 	}
-	if err := waitUntil(g, start.Add(d)); err != nil {
+	if err := waitUntil(t.db.opts.Wait, g, start.Add(d)); err != nil {
 		return err
 	}
 	return t.expire(g)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -336,18 +337,31 @@ func TestCommitVersionsIncrease(t *testing.T) {
 	}
 }
 
+// Parallel read-modify-write counters lose no increment, and the retries
+// are really exercised: every worker's first attempt reads the counter
+// before any of them commits, so all but one of those first commits must
+// conflict (1020) and retry.
 func TestParallelCounters(t *testing.T) {
 	db := Open(Options{})
 	defer db.Close()
 	const workers, each = 8, 100
+	var barrier sync.WaitGroup
+	barrier.Add(workers)
 	done := make(chan error, workers)
 	for w := range workers {
 		go func() {
-			for range each {
+			for i := range each {
+				first := i == 0
 				err := db.Transact(t.Context(), func(tr kv.Transaction) error {
 					v, err := tr.Get([]byte("n")).Get()
 					if err != nil {
 						return err
+					}
+					if first {
+						// Wait until every worker has read the same value.
+						first = false
+						barrier.Done()
+						barrier.Wait()
 					}
 					n := 0
 					if v != nil {
@@ -373,7 +387,7 @@ func TestParallelCounters(t *testing.T) {
 	if got := read(t, db, "n"); got != fmt.Sprint(workers*each) {
 		t.Fatalf("n = %s", got)
 	}
-	if db.Stats().Conflicts == 0 {
-		t.Log("no conflicts happened; the test did not exercise retries")
+	if c := db.Stats().Conflicts; c < workers-1 {
+		t.Fatalf("%d conflicts, want at least %d: the first commits all read n before any committed", c, workers-1)
 	}
 }

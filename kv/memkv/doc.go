@@ -20,7 +20,9 @@
 //     (Options.Clock), FDB's size limits, transaction options, OnError
 //     backoff, cancellation, watches and versionstamps.
 //   - Optional latency injection (Options.Latency), seeded, so code can be
-//     measured under FDB-like round trips.
+//     measured under FDB-like round trips. Latency and backoff run on
+//     Options.Wait (real time by default); with a clock.Fake they take no
+//     real time and tests assert their durations exactly.
 //
 // Where FDB's own client behaviour and the kv contract's documentation differ,
 // the package follows FDB's source (release-7.3) and says so at the site.

@@ -3,6 +3,8 @@ package memkv
 import (
 	"sync"
 	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
 )
 
 // gen is one attempt of a transaction: the span between resets. It plays the
@@ -34,20 +36,19 @@ func (g *gen) failure() error {
 	return g.err
 }
 
-// waitUntil blocks until real time at (no wait for a zero at) or until g
-// fails, whichever is first, and returns g's error in the second case.
-func waitUntil(g *gen, at time.Time) error {
+// waitUntil blocks until time at on the wait clock c (no wait for a zero
+// at) or until g fails, whichever is first, and returns g's error in the
+// second case.
+func waitUntil(c clock.Clock, g *gen, at time.Time) error {
 	if at.IsZero() {
 		return nil
 	}
-	d := time.Until(at)
+	d := at.Sub(c.Now())
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-c.After(d):
 		return nil
 	case <-g.done:
 		return g.failure()
@@ -80,10 +81,10 @@ type timedFuture[T any] struct {
 
 func (f *timedFuture[T]) Get() (T, error) {
 	var zero T
-	if f.at.IsZero() || !time.Now().Before(f.at) {
+	if f.at.IsZero() || !f.t.db.opts.Wait.Now().Before(f.at) {
 		return f.val, f.err
 	}
-	if err := waitUntil(f.g, f.at); err != nil {
+	if err := waitUntil(f.t.db.opts.Wait, f.g, f.at); err != nil {
 		return zero, err
 	}
 	// A timeout on a manual engine clock cannot wake the wait; look now.

@@ -3,6 +3,7 @@ package memkv
 import (
 	"bytes"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func (m model) apply(o fuzzOp) {
 		}
 	case 'A':
 		old, ok := m[o.key]
-		if v, present := applyAtomic(o.op, old, ok, o.val); present {
+		if v, present := modelAtomic(o.op, old, ok, o.val); present {
 			m[o.key] = v
 		} else {
 			delete(m, o.key)
@@ -62,6 +63,113 @@ func (m model) rangeRead(b, e string, limit int, reverse bool) []kv.KeyValue {
 		out[i] = kv.KeyValue{Key: []byte(k), Value: m[k]}
 	}
 	return out
+}
+
+// modelAtomic is the model's own reading of FDB's atomic operations
+// (fdbclient/Atomic.h, API version 730), written apart from the engine's:
+// little-endian integers go through math/big, bitwise operations over a
+// zero-padded old value. A missing key takes param for every operation but
+// CompareAndClear, which leaves it missing.
+func modelAtomic(op kv.MutationType, old []byte, present bool, param []byte) ([]byte, bool) {
+	n := len(param)
+	padded := make([]byte, n) // old, zero-extended or cut to param's length
+	copy(padded, old)
+	le := func(b []byte) *big.Int {
+		r := slices.Clone(b)
+		slices.Reverse(r)
+		return new(big.Int).SetBytes(r)
+	}
+	toLE := func(x *big.Int) []byte {
+		x = new(big.Int).Mod(x, new(big.Int).Lsh(big.NewInt(1), uint(8*n)))
+		out := make([]byte, n)
+		be := x.Bytes()
+		for i := range be {
+			out[i] = be[len(be)-1-i]
+		}
+		return out
+	}
+	bitwise := func(f func(a, b byte) byte) []byte {
+		out := make([]byte, n)
+		for i := range out {
+			out[i] = f(padded[i], param[i])
+		}
+		return out
+	}
+	switch op {
+	case kv.MutationCompareAndClear:
+		if !present || bytes.Equal(old, param) {
+			return nil, false
+		}
+		return old, true
+	case kv.MutationByteMin, kv.MutationByteMax:
+		if !present {
+			return param, true
+		}
+		if c := bytes.Compare(old, param); (op == kv.MutationByteMin && c < 0) || (op == kv.MutationByteMax && c > 0) {
+			return old, true
+		}
+		return param, true
+	}
+	if !present {
+		return param, true
+	}
+	switch op {
+	case kv.MutationAdd:
+		if len(old) == 0 {
+			return param, true
+		}
+		return toLE(new(big.Int).Add(le(padded), le(param))), true
+	case kv.MutationBitAnd:
+		return bitwise(func(a, b byte) byte { return a & b }), true
+	case kv.MutationBitOr:
+		return bitwise(func(a, b byte) byte { return a | b }), true
+	case kv.MutationBitXor:
+		return bitwise(func(a, b byte) byte { return a ^ b }), true
+	case kv.MutationAppendIfFits:
+		if len(old)+n > kv.MaxValueSize {
+			return old, true
+		}
+		return append(slices.Clone(old), param...), true
+	case kv.MutationMax:
+		if len(old) == 0 || le(param).Cmp(le(padded)) >= 0 {
+			return param, true
+		}
+		return padded, true
+	case kv.MutationMin:
+		if le(param).Cmp(le(padded)) <= 0 {
+			return param, true
+		}
+		return padded, true
+	}
+	panic(fmt.Sprintf("model: unknown atomic %v", op))
+}
+
+// readSet is what the model knows of a transaction's read-conflict ranges:
+// sure holds single keys read serializably before the transaction wrote
+// them (they conflict for certain); maybe holds every serializable read's
+// whole range (nothing outside it can conflict).
+type readSet struct {
+	sure  map[string]bool
+	maybe [][2]string
+	// written holds the keys and ranges the transaction wrote so far.
+	written []fuzzOp
+}
+
+func (r *readSet) writtenHere(k string) bool {
+	for _, o := range r.written {
+		if (o.kind == 'R' && k >= o.key && k < o.end) || (o.kind != 'R' && o.key == k) {
+			return true
+		}
+	}
+	return false
+}
+
+// hits reports whether a concurrent write o touches the key range [b, e).
+func hits(o fuzzOp, b, e string) bool {
+	if o.kind == 'R' {
+		return o.key < e && b < o.end
+	}
+	return o.key >= b && o.key < e
 }
 
 // fuzzOp is one write, kept so a commit can be replayed on the model.
@@ -118,13 +226,17 @@ var fuzzAtomics = []kv.MutationType{
 // FuzzRangeRead runs random writes across committed versions and inside
 // transactions and checks every read (point and range, both directions, with
 // limits, serializable and snapshot, slice and iterator) against a sorted-map
-// model, plus the committed state after every commit and the stability of an
-// old snapshot.
+// model with its own atomic operations, plus the committed state after every
+// commit, whether it had to conflict or could not (readSet), and the
+// stability of an old snapshot.
 func FuzzRangeRead(f *testing.F) {
 	f.Add([]byte("seed"))
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add(bytes.Repeat([]byte{3, 1, 7, 0, 9, 2, 5}, 20))
 	f.Add(bytes.Repeat([]byte{1, 200, 3, 0, 4, 8, 11, 2, 6}, 30))
+	// A read, another client's write of that key, and an empty clear range:
+	// the commit is read-only and must not conflict.
+	f.Add([]byte("800\"000001800c"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		db, _ := newTestDB(t)
 		p := &program{data: data}
@@ -133,12 +245,15 @@ func FuzzRangeRead(f *testing.F) {
 		var tr *txn
 		var local model // the transaction's view: its snapshot and its writes
 		var ops []fuzzOp
+		var reads readSet
+		var concurrent []fuzzOp // writes committed by others since tr began
 		start := func() {
 			tr = begin(t, db)
 			if _, err := tr.GetReadVersion().Get(); err != nil {
 				t.Fatal(err)
 			}
 			local, ops = committed.clone(), nil
+			reads, concurrent = readSet{sure: map[string]bool{}}, nil
 		}
 		start()
 		// An old transaction whose snapshot must never change.
@@ -146,13 +261,40 @@ func FuzzRangeRead(f *testing.F) {
 		old.GetReadVersion().Get()
 
 		commit := func() {
+			// What the model says of a conflict: certain when another
+			// client wrote a key this one read before writing it; excluded
+			// when no other write touched anything it read.
+			must, may := false, false
+			for _, o := range concurrent {
+				for k := range reads.sure {
+					must = must || hits(o, k, k+"\x00")
+				}
+				for _, r := range reads.maybe {
+					may = may || hits(o, r[0], r[1])
+				}
+			}
+			// An empty clear range is no mutation (FDB drops it): a
+			// transaction with nothing else commits read-only, unchecked.
+			writes := false
+			for _, o := range ops {
+				writes = writes || o.kind != 'R' || o.key < o.end
+			}
 			err := tr.Commit()
+			if !writes && isCode(err, 1020) {
+				t.Fatal("a read-only commit conflicted")
+			}
 			switch {
 			case err == nil:
+				if must && writes {
+					t.Fatalf("commit succeeded although another client wrote a key it read (reads %v, other writes %v)", reads.sure, concurrent)
+				}
 				for _, o := range ops {
 					committed.apply(o)
 				}
 			case isCode(err, 1020):
+				if !may {
+					t.Fatalf("commit conflicted although no other write touched what it read (reads %v, other writes %v)", reads.maybe, concurrent)
+				}
 			default:
 				t.Fatalf("commit: %v", err)
 			}
@@ -172,6 +314,7 @@ func FuzzRangeRead(f *testing.F) {
 			}
 			local.apply(o)
 			ops = append(ops, o)
+			reads.written = append(reads.written, o)
 		}
 
 		for steps := 0; !p.done() && steps < 400; steps++ {
@@ -202,6 +345,8 @@ func FuzzRangeRead(f *testing.F) {
 				var r kv.ReadTransaction = tr
 				if flags&1 != 0 {
 					r = tr.Snapshot()
+				} else {
+					reads.maybe = append(reads.maybe, [2]string{b, e})
 				}
 				reverse := flags&2 != 0
 				want := local.rangeRead(b, e, limit, reverse)
@@ -222,6 +367,10 @@ func FuzzRangeRead(f *testing.F) {
 				}
 			case 8:
 				k := p.key()
+				if !reads.writtenHere(k) {
+					reads.sure[k] = true
+				}
+				reads.maybe = append(reads.maybe, [2]string{k, k + "\x00"})
 				got, err := tr.Get([]byte(k)).Get()
 				if err != nil {
 					t.Fatal(err)
@@ -248,6 +397,7 @@ func FuzzRangeRead(f *testing.F) {
 				}
 				mustCommit(t, w)
 				committed.apply(o)
+				concurrent = append(concurrent, o)
 			case 11:
 				if p.next()%4 == 0 {
 					old, oldModel = begin(t, db), committed.clone()

@@ -3,6 +3,7 @@ package memkv
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,16 +120,16 @@ func TestTimeout(t *testing.T) {
 	mustCommit(t, tr)
 }
 
+// With a real engine clock, the timeout's timer wakes a read pending on
+// its latency: the wait clock never moves, so only the timeout ends it.
 func TestTimeoutRealClockWakesPendingRead(t *testing.T) {
-	db := Open(Options{Latency: Latency{Read: LatencyRange{Min: time.Second, Max: time.Second}}})
-	defer db.Close()
+	db, fake := openWaiting(t, Options{Latency: Latency{Read: LatencyRange{Min: time.Second, Max: time.Second}}})
 	tr := begin(t, db)
 	tr.Options().SetTimeout(20)
-	start := time.Now()
 	_, err := tr.Get([]byte("k")).Get()
 	wantCode(t, err, 1031)
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Fatalf("timeout took %v", d)
+	if !fake.Now().Equal(waitEpoch) {
+		t.Fatal("the read's latency elapsed instead")
 	}
 }
 
@@ -193,18 +194,14 @@ func TestOnError(t *testing.T) {
 }
 
 func TestOnErrorBackoffInterruptedByCancel(t *testing.T) {
-	db := Open(Options{Backoff: Backoff{Initial: 10 * time.Second, Max: 10 * time.Second}, Seed: 3})
-	defer db.Close()
+	db, fake := openWaiting(t, Options{Backoff: Backoff{Initial: 10 * time.Second, Max: 10 * time.Second}, Seed: 3})
 	tr := begin(t, db)
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		waitSleeping(fake, 1) // the backoff has begun
 		tr.Cancel()
 	}()
-	start := time.Now()
+	// The wait clock never moves: only the cancel can end the backoff.
 	err := tr.OnError(kv.ErrNotCommitted)
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("cancel did not interrupt the backoff")
-	}
 	wantCode(t, err, 1025)
 }
 
@@ -231,14 +228,14 @@ func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	err = db.Transact(ctx, func(tr kv.Transaction) error {
 		cancel()
-		// context.AfterFunc cancels the transaction from another goroutine.
-		for range 1000 {
+		// context.AfterFunc cancels the transaction from another
+		// goroutine; reads fail from then on.
+		for {
 			if _, err := tr.Get([]byte("k")).Get(); err != nil {
 				return err
 			}
-			time.Sleep(time.Millisecond)
+			runtime.Gosched()
 		}
-		return nil
 	})
 	if !errors.Is(err, context.Canceled) || !isCode(err, 1025) {
 		t.Fatalf("Transact after cancel: %v", err)
@@ -294,13 +291,11 @@ func TestOptionsRecordedAndKept(t *testing.T) {
 }
 
 func TestConcurrentReadsOnOneTransaction(t *testing.T) {
-	db := Open(Options{Latency: Latency{Read: LatencyRange{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}}})
-	defer db.Close()
-	put(t, db, "k", "v")
+	db, fake := openWaiting(t, Options{Latency: Latency{Read: LatencyRange{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond}}})
+	settle(fake, func() { put(t, db, "k", "v") })
 	tr := begin(t, db)
 	var ok atomic.Int32
-	done := make(chan struct{})
-	start := time.Now()
+	done := make(chan struct{}, 10)
 	for range 10 {
 		go func() {
 			defer func() { done <- struct{}{} }()
@@ -309,13 +304,19 @@ func TestConcurrentReadsOnOneTransaction(t *testing.T) {
 			}
 		}()
 	}
-	for range 10 {
-		<-done
+	// All ten wait on the clock before it moves, so they overlap.
+	waitSleeping(fake, 10)
+	all := make(chan struct{})
+	go func() {
+		for range 10 {
+			<-done
+		}
+		close(all)
+	}()
+	if _, took := advanceUntil(fake, time.Millisecond, all); took != 20*time.Millisecond {
+		t.Fatalf("ten parallel reads took %v, want one read's 20ms", took)
 	}
 	if ok.Load() != 10 {
 		t.Fatalf("%d reads ok", ok.Load())
-	}
-	if d := time.Since(start); d > 150*time.Millisecond {
-		t.Fatalf("parallel reads took %v", d)
 	}
 }

@@ -3,6 +3,8 @@ package memkv
 import (
 	"sync"
 	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
 )
 
 // Clock is the engine clock. It drives the MVCC window (reads and commits
@@ -97,6 +99,13 @@ type Options struct {
 	MaxWatches int
 	// Latency injects FDB-like delays (default none).
 	Latency Latency
+	// Wait is the time injected latency and OnError's backoff take
+	// (default: real time). A clock.Fake makes them take no real time: a
+	// read or commit in flight, or a backoff, ends when the test advances
+	// the fake past it, so tests assert their durations exactly. It is
+	// separate from Clock, which drives versions, the MVCC window and
+	// transaction timeouts.
+	Wait clock.Clock
 	// Seed seeds latency and backoff jitter, so runs are reproducible.
 	Seed int64
 	// MVCCWindow is how long a read version stays usable, on the engine
@@ -117,6 +126,7 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
+	o.Wait = clock.Or(o.Wait)
 	if o.MaxWatches <= 0 {
 		o.MaxWatches = defaultMaxWatches
 	}

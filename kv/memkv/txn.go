@@ -34,7 +34,7 @@ type txn struct {
 	g             *gen
 	rv            readView
 	hasRV         bool
-	rvAt          time.Time // real time the read version arrives (latency)
+	rvAt          time.Time // wait-clock time the read version arrives (latency)
 	w             writeMap
 	reads         []kv.KeyRange // read-conflict ranges, uncoalesced
 	size          int64         // GetApproximateSize's figure
@@ -124,6 +124,12 @@ func (t *txn) OnError(err error) error {
 	t.checkDeadlineLocked()
 	if gerr := t.g.failure(); gerr != nil {
 		t.mu.Unlock()
+		// The attempt failed with err itself (a timeout or cancel that
+		// struck a commit in flight): hand err back, DuringCommit kept, as
+		// the FDB adapter does for the same code.
+		if kv.Code(gerr) == kv.Code(err) {
+			return err
+		}
 		return gerr
 	}
 	limitHit := t.retryLimit != -1 && t.retries >= t.retryLimit
@@ -139,7 +145,7 @@ func (t *txn) OnError(err error) error {
 	g := t.g
 	t.mu.Unlock()
 
-	if werr := waitUntil(g, time.Now().Add(wait)); werr != nil {
+	if werr := waitUntil(t.db.opts.Wait, g, t.db.opts.Wait.Now().Add(wait)); werr != nil {
 		return werr
 	}
 	t.mu.Lock()
@@ -216,7 +222,7 @@ func (t *txn) takeReadVersionLocked() time.Time {
 		t.rv = t.db.store.readVersion(t.db.clockVersion())
 		t.hasRV = true
 		if d := t.db.delay(t.db.opts.Latency.GRV); d > 0 {
-			t.rvAt = time.Now().Add(d)
+			t.rvAt = t.db.opts.Wait.Now().Add(d)
 		}
 	}
 	return t.rvAt
@@ -230,7 +236,7 @@ func (t *txn) readAtLocked() time.Time {
 	if d == 0 {
 		return at
 	}
-	start := time.Now()
+	start := t.db.opts.Wait.Now()
 	if at.After(start) {
 		start = at
 	}
