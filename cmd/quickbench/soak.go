@@ -42,7 +42,7 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.LargeBytes, "large-bytes", cfg.LargeBytes, "largest payload of a large job")
 	fs.Float64Var(&cfg.ExhaustShare, "exhaust", cfg.ExhaustShare, "share of one-attempt jobs whose worker vanishes mid-run")
 	fs.DurationVar(&cfg.CronEditEvery, "cron-edit-every", cfg.CronEditEvery, "mean time between edits of a running cron chain (0: none)")
-	fs.DurationVar(&cfg.FarSkew, "far-skew", cfg.FarSkew, "run the first worker this far ahead of real time (off by default)")
+	fs.DurationVar(&cfg.FarSkew, "far-skew", cfg.FarSkew, "run the first worker this far ahead of real time; it must stand by (0 turns it off)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed (the first, with -seeds)")
 	seeds := fs.Int("seeds", 1, "run this many soaks, seeds seed, seed+1, ...; exit 1 if any fails")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the queue's, workers' and cron's warnings")

@@ -32,6 +32,13 @@ type Config struct {
 	UnknownCommitted    float64 `json:"unknown_committed"`
 	UnknownNotCommitted float64 `json:"unknown_not_committed"`
 	Conflict            float64 `json:"conflict"`
+	// 1031 transaction_timed_out and 1025 transaction_cancelled striking a
+	// commit in flight, applied or not (kv.Faults): the outcome is unknown
+	// and the transaction is dead, as after a timeout or cancel in FDB.
+	TimedOutCommitted     float64 `json:"timed_out_committed"`
+	TimedOutNotCommitted  float64 `json:"timed_out_not_committed"`
+	CancelledCommitted    float64 `json:"cancelled_committed"`
+	CancelledNotCommitted float64 `json:"cancelled_not_committed"`
 	// LargeShare is the share of jobs carrying a payload of up to
 	// LargeBytes (uniform), near quick's 90,000-byte limit.
 	LargeShare float64 `json:"large_share"`
@@ -49,10 +56,11 @@ type Config struct {
 	// claim that dead-letters the exhausted occurrence must enqueue the
 	// successor; edits leave chain 0 alone when there are others.
 	CronEditEvery time.Duration `json:"cron_edit_every"`
-	// FarSkew, when set, runs one worker of every start cycle that far
-	// ahead of real time, beyond Skew. Off by default: detecting and
-	// containing such a worker is the worker runtime's time reference, and
-	// the soak only provides the knob.
+	// FarSkew, when set, runs the first worker started that far ahead of
+	// real time, beyond Skew: the worker runtime's time reference must find
+	// it off once the others have joined (it joined first, so it is the
+	// most senior) and have it stand by, with no violation. On by default
+	// (5 s, half the minimum lease).
 	FarSkew time.Duration `json:"far_skew"`
 	Seed    uint64        `json:"seed"`
 	// Verbose sends the queue's, workers' and cron's warnings to the log.
@@ -66,8 +74,9 @@ func Default() Config {
 		JobMean: 10 * time.Millisecond, Lease: quick.MinLease, KillEvery: time.Second, Skew: time.Second,
 		PauseShare: 0.01, TransientShare: 0.05, PoisonShare: 0.02, PoisonAttempts: 3,
 		UnknownCommitted: 0.02, UnknownNotCommitted: 0.02, Conflict: 0.02,
+		TimedOutCommitted: 0.005, TimedOutNotCommitted: 0.005, CancelledCommitted: 0.005, CancelledNotCommitted: 0.005,
 		LargeShare: 0.03, LargeBytes: 89_000, ExhaustShare: 0.01,
-		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, Seed: 1,
+		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, FarSkew: 5 * time.Second, Seed: 1,
 	}
 }
 
@@ -89,7 +98,7 @@ func (c Config) Validate() error {
 	case c.Workers < 1 || c.Concurrency < 1 || c.Producers < 1:
 		return fmt.Errorf("soak: workers, concurrency and producers must be at least 1")
 	case c.Skew < 0 || c.Skew > c.Lease/4:
-		return fmt.Errorf("soak: skew %v must be within a quarter lease (the worker runtime refuses to claim beyond it)", c.Skew)
+		return fmt.Errorf("soak: skew %v must be within a quarter lease (two workers at ±skew would be half a lease apart, and the worker runtime stands by beyond an eighth)", c.Skew)
 	case c.LargeShare > 0 && (c.LargeBytes < 1 || c.LargeBytes > quick.MaxPayloadSize-100):
 		return fmt.Errorf("soak: large payloads of %d bytes do not fit quick's %d-byte limit with the job's own fields", c.LargeBytes, quick.MaxPayloadSize)
 	case c.FarSkew < 0:

@@ -36,7 +36,8 @@
 // showed a chain with no pending occurrence and a queued occurrence that
 // was no chain's next.
 //
-// Config.FarSkew runs one worker far ahead of real time; it is off by
-// default, since containing such a worker is the worker runtime's time
-// reference, not the soak's.
+// Config.FarSkew runs the first worker far ahead of real time (5 s by
+// default): the worker runtime's time reference must have it stand by once
+// the others join, with no violation. Commits also fail with 1031 and 1025
+// striking them in flight, applied or not, besides 1021 and 1020.
 package soak

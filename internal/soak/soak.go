@@ -142,7 +142,9 @@ func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
 	return &harness{
 		cfg: cfg, cnt: cnt, tooLarge: sw,
 		db: kv.WithFaults(sw, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
-			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict}),
+			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict,
+			TimedOutCommitted: cfg.TimedOutCommitted, TimedOutNotCommitted: cfg.TimedOutNotCommitted,
+			CancelledCommitted: cfg.CancelledCommitted, CancelledNotCommitted: cfg.CancelledNotCommitted}),
 		space: base.Sub("q"), hist: base.Sub("hist"),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 7)),
 		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -464,6 +466,7 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
 	fmt.Fprintf(w, "pauses past the lease:   %d (plus %d by jobs built to exhaust their one attempt)\n", r.Pauses, r.ExhaustPauses)
 	fmt.Fprintf(w, "1021 injected:           %d committed, %d not committed\n", r.Faults.UnknownCommitted, r.Faults.UnknownNotCommitted)
+	fmt.Fprintf(w, "1031/1025 in commit:     %d/%d committed, %d/%d not committed\n", r.Faults.TimedOutCommitted, r.Faults.CancelledCommitted, r.Faults.TimedOutNotCommitted, r.Faults.CancelledNotCommitted)
 	fmt.Fprintf(w, "conflicts injected:      %d (plus %d real ones, of %d write commits)\n", r.Faults.Conflicts, r.NaturalConfl, r.ClaimCommits)
 	fmt.Fprintf(w, "overlaps (at-least-once): %d\n", v.Overlaps)
 	fmt.Fprintf(w, "jobs exhausted / large:  %d dead-lettered by a claim (%d completed by their woken holder) / %d up to %d bytes\n",
@@ -494,7 +497,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // WriteTotals sums the figures of several soaks (the full mode's seeds).
 func WriteTotals(w io.Writer, reps []Report) {
 	var jobs, lost, stale, chains, doubled, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
-	var kills, pauses, unkC, unkN, confl int64
+	var kills, pauses, unkC, unkN, confl, inCommit int64
 	for _, r := range reps {
 		v := r.Verdict
 		jobs += v.Jobs
@@ -510,6 +513,7 @@ func WriteTotals(w io.Writer, reps []Report) {
 		unkC += r.Faults.UnknownCommitted
 		unkN += r.Faults.UnknownNotCommitted
 		confl += r.Faults.Conflicts
+		inCommit += r.Faults.TimedOutCommitted + r.Faults.TimedOutNotCommitted + r.Faults.CancelledCommitted + r.Faults.CancelledNotCommitted
 		for _, s := range v.Violations {
 			switch {
 			case strings.Contains(s, "lost"):
@@ -523,8 +527,8 @@ func WriteTotals(w io.Writer, reps []Report) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "totals over %d seeds: %d jobs (%d large, %d exhausted by a claim), %d kills, %d pauses, 1021 %d+%d, %d injected conflicts, %d cron edits, %d cron occurrences dead-lettered with a successor\n",
-		len(reps), jobs, large, exhausted, kills, pauses, unkC, unkN, confl, edits, cronDead)
+	fmt.Fprintf(w, "totals over %d seeds: %d jobs (%d large, %d exhausted by a claim), %d kills, %d pauses, 1021 %d+%d, %d 1031/1025 in commit, %d injected conflicts, %d cron edits, %d cron occurrences dead-lettered with a successor\n",
+		len(reps), jobs, large, exhausted, kills, pauses, unkC, unkN, inCommit, confl, edits, cronDead)
 	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
 		lost, stale, chains, doubled, tooLarge, overlaps, violations)
 }

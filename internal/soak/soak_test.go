@@ -37,6 +37,8 @@ func TestShortSoak(t *testing.T) {
 		"1021 committed":          rep.Faults.UnknownCommitted,
 		"1021 not committed":      rep.Faults.UnknownNotCommitted,
 		"injected conflicts":      rep.Faults.Conflicts,
+		"1031 in commit":          rep.Faults.TimedOutCommitted + rep.Faults.TimedOutNotCommitted,
+		"1025 in commit":          rep.Faults.CancelledCommitted + rep.Faults.CancelledNotCommitted,
 		"cron completions":        int64(v.CronCompleted),
 		"cron dead-letters":       int64(v.CronDeadLettered),
 	} {
