@@ -50,7 +50,7 @@ type PeriodicJob struct {
 func Periodic(ctx context.Context, w *worker.Worker, jobs ...PeriodicJob) error {
 	q := w.Queue()
 	now := q.Now()
-	jobs = slices.Clone(jobs) // defaults are filled in; the caller's slice stays as it was
+	jobs = slices.Clone(jobs)   // defaults are filled in; the caller's slice stays as it was
 	seen := map[string]string{} // task type -> schedule name
 	for i := range jobs {
 		j := &jobs[i]
