@@ -276,3 +276,44 @@ func TestWorkTimeoutOnFakeClock(t *testing.T) {
 		t.Fatalf("event %s, err %v", res.Event, res.Err)
 	}
 }
+
+// The handler gets the real worker.Job: a checkpoint is kept for the next
+// run, which WorkJob starts at once.
+func TestWorkCheckpointCarriesOver(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	h := func(ctx context.Context, j *worker.Job[Email]) error {
+		if j.Lease.Checkpoint == nil {
+			if err := j.Checkpoint(ctx, []byte("step 1")); err != nil {
+				return err
+			}
+			return errors.New("crash after step 1")
+		}
+		if string(j.Lease.Checkpoint) != "step 1" || j.Lease.Attempt != 2 {
+			return fmt.Errorf("resumed at %q, attempt %d", j.Lease.Checkpoint, j.Lease.Attempt)
+		}
+		return nil
+	}
+	res := quicktest.Work(ctx, t, q, h, Email{To: "ck"}, nil)
+	if res.Event != quicktest.EventFailed || !res.Job.HasCheckpoint {
+		t.Fatalf("first run: %s, checkpoint %v, err %v", res.Event, res.Job.HasCheckpoint, res.Err)
+	}
+	res = quicktest.WorkJob(ctx, t, q, h, res.Job.ID, nil)
+	if res.Event != quicktest.EventCompleted {
+		t.Fatalf("second run: %s (%v)", res.Event, res.Err)
+	}
+}
+
+// A job cancelled while its handler runs: the handler's success is not
+// acked, and the result says the lease was lost.
+func TestWorkLeaseLostAtAck(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	h := func(ctx context.Context, j *worker.Job[Email]) error {
+		return q.Cancel(ctx, j.Lease.ID)
+	}
+	res := quicktest.Work(ctx, t, q, h, Email{To: "gone"}, nil)
+	if res.Event != quicktest.EventLeaseLost || !quick.IsLeaseLost(res.Err) || res.Job.State != quick.StateFinished {
+		t.Fatalf("event %s, err %v, state %v", res.Event, res.Err, res.Job.State)
+	}
+}

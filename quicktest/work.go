@@ -49,7 +49,9 @@ type WorkOpts struct {
 // WorkResult is a run's outcome.
 type WorkResult struct {
 	Event Event
-	// Err is what the handler returned.
+	// Err is what the handler returned; when the run lost its lease only at
+	// its ack (the job was cancelled meanwhile), the handler's nil becomes
+	// that loss, a *quick.LeaseLostError.
 	Err error
 	// Lease is the lease the handler was given.
 	Lease quick.Lease
@@ -138,6 +140,13 @@ func WorkJob[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h work
 		return nil
 	}
 	out.Job = info
+	if ackRes.Err != nil {
+		out.Event = EventLeaseLost
+		if out.Err == nil {
+			out.Err = ackRes.Err
+		}
+		return out
+	}
 	switch kind {
 	case quick.AckComplete:
 		out.Event = EventCompleted

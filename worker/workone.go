@@ -17,8 +17,9 @@ func init() { testhook.WorkOne = workOne }
 // Timeout on the worker clock and panic recovery. w must not be running.
 //
 // It returns the ack it made (0 when none: the handler ended the job itself
-// with CompleteWith or DeadLetterWith, or lost the lease), the ack's result,
-// the handler's own return value, and an error if the ack failed.
+// with CompleteWith or DeadLetterWith, or lost the lease), the ack's result
+// (its Err is a lease lost at the ack), the handler's own return value, and
+// an error if the ack failed.
 func workOne(ctx context.Context, w *Worker, l quick.Lease) (quick.AckKind, quick.AckResult, error, error) {
 	w.mu.Lock()
 	r, started := w.byType[l.TaskType], w.started
@@ -53,6 +54,11 @@ func workOne(ctx context.Context, w *Worker, l quick.Lease) (quick.AckKind, quic
 	res, err := w.q.Ack(ctx, ack)
 	if err != nil {
 		return ack.Kind, quick.AckResult{}, herr, err
+	}
+	if res[0].Err != nil {
+		// The job was cancelled or taken while the handler ran.
+		st.loseLocked(res[0].Err)
+		return ack.Kind, res[0], herr, nil
 	}
 	st.phase = phaseDone
 	return ack.Kind, res[0], herr, nil
