@@ -31,8 +31,12 @@ func (exampleTB) Fatalf(format string, args ...any) {
 	fmt.Printf("FAIL: "+format+"\n", args...)
 }
 
+// now is the examples' fake time: assertions on scheduled times then do
+// not depend on how fast the test runs.
+var now = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+
 func openQueue() *quick.Queue {
-	q, err := quick.Open(context.Background(), memkv.Open(memkv.Options{}), tuple.FromTuple(tuple.Tuple{"app"}), quick.Options{})
+	q, err := quick.Open(context.Background(), memkv.Open(memkv.Options{}), tuple.FromTuple(tuple.Tuple{"app"}), quick.Options{Clock: clock.NewFake(now)})
 	if err != nil {
 		panic(err)
 	}
@@ -60,7 +64,7 @@ func ExampleRequireEnqueued() {
 	}
 	job := quicktest.RequireEnqueued(t, q, Welcome{UserID: 42}, &quicktest.RequireOpts{
 		Priority:    quick.High,
-		ScheduledAt: time.Now().Add(time.Hour),
+		ScheduledAt: now.Add(time.Hour),
 		State:       quick.StateScheduled,
 	})
 	fmt.Println(job.TaskType, string(job.Payload), job.Priority)

@@ -317,3 +317,28 @@ func TestWorkLeaseLostAtAck(t *testing.T) {
 		t.Fatalf("event %s, err %v, state %v", res.Event, res.Err, res.Job.State)
 	}
 }
+
+// A leased job cannot be worked (that would be a second lease), and a
+// payload that is not JSON is listed as such rather than breaking the
+// listing.
+func TestWorkJobLeasedAndNonJSONListing(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	id := insert(t, q, Email{To: "busy"}, quick.NewJob{})
+	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	msg := run(func(tb quicktest.TB) {
+		quicktest.WorkJob(ctx, tb, q, func(context.Context, *worker.Job[Email]) error { return nil }, id, nil)
+	})
+	if !strings.Contains(msg, "is leased: only a scheduled or ready job can be worked") {
+		t.Errorf("message:\n%s", msg)
+	}
+	if _, err := q.Enqueue(ctx, quick.NewJob{TaskType: "email", Payload: []byte{0xff, 'x'}}); err != nil {
+		t.Fatal(err)
+	}
+	msg = run(func(tb quicktest.TB) { quicktest.RequireEnqueued(tb, q, Email{To: "nobody"}, nil) })
+	if !strings.Contains(msg, `args="\xffx" (not JSON)`) || !strings.Contains(msg, `"to":"busy"`) || !strings.Contains(msg, "state=leased") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
