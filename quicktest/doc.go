@@ -16,9 +16,14 @@
 // test with Fatalf on failure.
 package quicktest
 
+import "context"
+
 // TB is the part of testing.TB the helpers use. testing.T, testing.B and
 // testing.F satisfy it; a fake can record failures to test the messages.
+// The assertions read under Context, which the testing package cancels
+// when the test ends.
 type TB interface {
 	Helper()
 	Fatalf(format string, args ...any)
+	Context() context.Context
 }

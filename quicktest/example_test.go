@@ -26,7 +26,8 @@ func (Welcome) Kind() string { return "welcome" }
 // failure instead of failing.
 type exampleTB struct{ testing.TB }
 
-func (exampleTB) Helper() {}
+func (exampleTB) Helper()                  {}
+func (exampleTB) Context() context.Context { return context.Background() }
 func (exampleTB) Fatalf(format string, args ...any) {
 	fmt.Printf("FAIL: "+format+"\n", args...)
 }

@@ -60,7 +60,8 @@ type fakeTB struct {
 	failed string
 }
 
-func (f *fakeTB) Helper() {}
+func (f *fakeTB) Helper()                  {}
+func (f *fakeTB) Context() context.Context { return context.Background() }
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.mu.Lock()
 	f.failed = fmt.Sprintf(format, args...)

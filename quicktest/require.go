@@ -1,7 +1,6 @@
 package quicktest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -132,7 +131,7 @@ func readJobs(tb TB, q *quick.Queue, tr kv.ReadTransaction, kind string) []quick
 	if tr != nil {
 		jobs, more, err = list(tr, q, kind, MaxJobs)
 	} else {
-		err = q.DB().ReadTransact(context.Background(), func(rt kv.ReadTransaction) error {
+		err = q.DB().ReadTransact(tb.Context(), func(rt kv.ReadTransaction) error {
 			jobs, more, err = list(rt, q, kind, MaxJobs)
 			return err
 		})
