@@ -13,8 +13,8 @@ func init() { testhook.ClaimOne = claimOne }
 
 // claimOne leases one job by ID, whatever its vesting time, for quicktest's
 // Work: a test runs the job it enqueued, not whichever job a lane offers
-// first. It counts an attempt like a claim. A leased, dead or finished job
-// is an error.
+// first. It counts an attempt like a claim. A leased, dead or finished job,
+// or one whose attempts are spent, is an error.
 //
 // Keys: the lookup's reads (record, schedule key); S(1,"s",...) and
 // S(1,"j",id) again, serializable (a concurrent claim or cancel conflicts);
@@ -51,6 +51,10 @@ func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Du
 		var rec record
 		if err := rec.unmarshal(rv); err != nil {
 			return fmt.Errorf("quick: job %s: %w", id, err)
+		}
+		if sv.MaxAttempts > 0 && sv.Attempt >= sv.MaxAttempts {
+			// A claim would dead-letter it rather than run it.
+			return fmt.Errorf("%w: %s has spent its %d attempts", ErrInvalidOption, id, sv.MaxAttempts)
 		}
 		var ck []byte
 		if sv.hasCheckpoint() {

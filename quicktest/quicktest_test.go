@@ -343,3 +343,41 @@ func TestWorkJobLeasedAndNonJSONListing(t *testing.T) {
 		t.Errorf("message:\n%s", msg)
 	}
 }
+
+// A job whose attempts are spent is not run again by WorkJob (a claim
+// would dead-letter it).
+func TestWorkJobAttemptsSpent(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	fail := func(context.Context, *worker.Job[Email]) error { return errors.New("no") }
+	res := quicktest.Work(ctx, t, q, fail, Email{To: "once"}, &quicktest.WorkOpts{Job: quick.NewJob{MaxAttempts: 2}})
+	if res.Event != quicktest.EventFailed || res.Job.State != quick.StateScheduled {
+		t.Fatalf("first run: %s %v", res.Event, res.Job.State)
+	}
+	res = quicktest.WorkJob(ctx, t, q, fail, res.Job.ID, nil)
+	if res.Event != quicktest.EventFailed || res.Job.State != quick.StateDead {
+		t.Fatalf("last run: %s %v", res.Event, res.Job.State)
+	}
+	msg := run(func(tb quicktest.TB) { quicktest.WorkJob(ctx, tb, q, fail, res.Job.ID, nil) })
+	if !strings.Contains(msg, "is dead: only a scheduled or ready job can be worked") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
+
+// A job whose last attempt's holder vanished (its lease lapsed) has spent
+// its attempts: WorkJob refuses it, as a claim would dead-letter it.
+func TestWorkJobLapsedLastAttempt(t *testing.T) {
+	q, clk := newQueue(t)
+	ctx := context.Background()
+	id := insert(t, q, Email{To: "lapsed"}, quick.NewJob{MaxAttempts: 1})
+	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	msg := run(func(tb quicktest.TB) {
+		quicktest.WorkJob(ctx, tb, q, func(context.Context, *worker.Job[Email]) error { return nil }, id, nil)
+	})
+	if !strings.Contains(msg, "has spent its 1 attempts") {
+		t.Errorf("message:\n%s", msg)
+	}
+}
