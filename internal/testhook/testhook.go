@@ -1,10 +1,10 @@
-// Package testhook carries two operations from quick and worker to
+// Package testhook carries three operations from quick and worker to
 // quicktest without making them part of either package's public API:
 // claiming one job by ID and running one handler synchronously exist for
 // tests only, and an export would be a compatibility promise to everyone.
 //
 // quick and worker set the variables in their init functions; the values
-// are typed by their setters (see quick/claimone.go, worker/workone.go), since
+// are typed by their setters (see quick/claimone.go, quick/jobstx.go, worker/workone.go), since
 // this package cannot import the packages that import it.
 package testhook
 
@@ -13,7 +13,8 @@ package testhook
 var ClaimOne any
 
 // WorkOne is worker's synchronous run of one leased job:
-// func(ctx context.Context, w *worker.Worker, l quick.Lease) (worker.Outcome..., error); see worker/workone.go.
+// func(ctx context.Context, w *worker.Worker, l quick.Lease) (quick.AckKind, quick.AckResult, error, error);
+// see worker/workone.go.
 var WorkOne any
 
 // JobsTx is quick's listing of a task type's live jobs, with their
