@@ -1,11 +1,14 @@
 // Package testhook carries three operations from quick and worker to
 // quicktest without making them part of either package's public API:
-// claiming one job by ID and running one handler synchronously exist for
-// tests only, and an export would be a compatibility promise to everyone.
+// claiming one job by ID, listing a task type's jobs with their records
+// inside a caller's transaction, and running one handler synchronously
+// exist for tests only, and an export would be a compatibility promise to
+// everyone.
 //
 // quick and worker set the variables in their init functions; the values
-// are typed by their setters (see quick/claimone.go, quick/jobstx.go, worker/workone.go), since
-// this package cannot import the packages that import it.
+// are typed by their setters (quick/claimone.go, quick/jobstx.go,
+// worker/workone.go), since this package cannot import the packages that
+// import it.
 package testhook
 
 // ClaimOne is quick's claim of one job by ID:
