@@ -59,6 +59,16 @@
 // them every 5 minutes, which bounds how long a chain stays broken. For a
 // shorter bound, run RunRepairer in a few processes with a shorter period.
 //
+// # Periodic jobs on the worker
+//
+// Periodic declares recurring jobs where a service builds its worker, as
+// River's PeriodicJobs: each PeriodicJob is a Schedule and its handler.
+// Periodic registers the handlers (and with them the repair duty) and
+// stores the schedules with Register, idempotently, so every process that
+// runs the jobs declares the same list and nobody registers schedules or
+// runs a repairer by hand. Removing a declaration does not remove the
+// stored schedule (another binary may declare it); Remove does.
+//
 // # Changing and removing
 //
 // Register is idempotent: an unchanged schedule writes nothing. A changed

@@ -12,7 +12,9 @@ import (
 // Priority orders vested jobs: a worker claims every vested High job it sees
 // before any Normal one, and Normal before Low. Each level is its own range in
 // every lane, so a backlog of low-priority jobs never stands in front of a
-// high-priority one; three levels keep a lane scan to three range reads. The
+// high-priority one. The levels are consecutive ranges of a lane, High
+// first, so a claim reads all three with one range read per lane (a second
+// read only for a level hidden behind future keys of a higher one). The
 // zero value means Normal.
 type Priority int64
 
@@ -105,10 +107,13 @@ type Options struct {
 	// Logger receives the queue's logs. Default slog.Default().
 	Logger *slog.Logger
 	// DisableWakeOnEnqueue stops enqueue from waking idle workers. By
-	// default an enqueue makes one snapshot read of the task type's sleep
-	// key (SleepKey), alongside its other reads, and adds one atomic add to
-	// the wake key (WakeKey) only when a worker sleeps on it and a new job
-	// vests now; with it set, workers find new jobs by polling alone.
+	// default an enqueue of a job that vests now makes one read of its task
+	// type's sleep key (SleepKey), alongside its other reads, and adds one
+	// atomic add to the wake key (WakeKey) only when a worker sleeps on it.
+	// The read is serializable on purpose: a worker that registers its sleep
+	// meanwhile makes the enqueue conflict and retry, now waking it, where a
+	// snapshot read would miss it. With it set, workers find new jobs by
+	// polling alone, and enqueues never conflict with sleeping workers.
 	DisableWakeOnEnqueue bool
 	// WaitableTypes lists task types whose every job is waitable (as with
 	// NewJob.Waitable): their outcomes are kept, as a history of finished

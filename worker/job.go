@@ -194,12 +194,30 @@ func (st *jobState) settle(err error) {
 	if st.r.w.killed.Load() || st.phase != phaseRunning {
 		return
 	}
+	ack, lost := ackFor(st.lease, err)
+	if lost {
+		// The handler's own lease operation found the lease gone.
+		st.loseLocked(err)
+		return
+	}
+	var dec *decodeError
+	if errors.As(err, &dec) {
+		st.r.w.log.Warn("worker: dead-lettering a job whose arguments do not decode", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
+	}
+	st.phase = phaseAcking
+	st.r.w.acker.push(ackReq{st: st, ack: ack})
+}
+
+// ackFor maps a handler's outcome to the ack that ends its run; lost is
+// set when the handler's own lease operation found the lease gone, and
+// then nothing is acked.
+func ackFor(l quick.Lease, err error) (ack quick.Ack, lost bool) {
 	var (
 		snooze *SnoozeError
 		cancel *CancelError
 		dec    *decodeError
-		ack    = quick.Ack{Lease: st.lease}
 	)
+	ack.Lease = l
 	switch {
 	case err == nil:
 		ack.Kind = quick.AckComplete
@@ -209,16 +227,12 @@ func (st *jobState) settle(err error) {
 		ack.Kind, ack.Error = quick.AckDeadLetter, cancel.Reason
 	case errors.As(err, &dec):
 		ack.Kind, ack.Error = quick.AckDeadLetter, dec.Error()
-		st.r.w.log.Warn("worker: dead-lettering a job whose arguments do not decode", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
 	case quick.IsLeaseLost(err):
-		// The handler's own lease operation found the lease gone.
-		st.loseLocked(err)
-		return
+		return ack, true
 	default:
 		ack.Kind, ack.Error = quick.AckFail, err.Error()
 	}
-	st.phase = phaseAcking
-	st.r.w.acker.push(ackReq{st: st, ack: ack})
+	return ack, false
 }
 
 // acked records the outcome of the job's ack.

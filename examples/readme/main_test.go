@@ -30,13 +30,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// regionFiles hold the README's regions: the program, and a user's test of
+// it (usertest_test.go, the README's "Testing your own code").
+var regionFiles = []string{"main.go", "usertest_test.go"}
+
 // regions reads the "readme:begin NAME" ... "readme:end" regions of
-// main.go, with the indentation of their first line removed.
+// regionFiles, with the indentation of their first line removed.
 func regions(t *testing.T) map[string]string {
 	t.Helper()
-	src, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, f := range regionFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(append(src, b...), '\n')
 	}
 	out := map[string]string{}
 	var name string
@@ -86,14 +94,14 @@ func TestReadmeQuotesThisFile(t *testing.T) {
 			}
 		}
 		if found == "" {
-			t.Errorf("README.md has a Go block that is no region of examples/readme/main.go (copy the region instead):\n%s", block)
+			t.Errorf("README.md has a Go block that is no region of examples/readme/main.go or usertest_test.go (copy the region instead):\n%s", block)
 			continue
 		}
 		quoted[found] = true
 	}
 	for name := range regs {
 		if !quoted[name] {
-			t.Errorf("region %q of examples/readme/main.go is not quoted in README.md", name)
+			t.Errorf("region %q of examples/readme is not quoted in README.md", name)
 		}
 	}
 }
@@ -133,6 +141,7 @@ func TestEnqueueAndWorkerRegions(t *testing.T) {
 	var mu sync.Mutex
 	var sent []string
 	runCtx, stop := context.WithCancel(ctx)
+	orig := send
 	send = func(_ context.Context, to, subject string) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -140,7 +149,7 @@ func TestEnqueueAndWorkerRegions(t *testing.T) {
 		stop()
 		return nil
 	}
-	defer func() { send = nil }()
+	defer func() { send = orig }()
 	if err := runWorker(runCtx, q); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
