@@ -19,7 +19,7 @@ func init() { testhook.ClaimOne = claimOne }
 // Keys: the lookup's reads (record, schedule key); S(1,"s",...) and
 // S(1,"j",id) again, serializable (a concurrent claim or cancel conflicts);
 // S(1,"c",id) when the job has a checkpoint. Clears the old schedule key and
-// sets the new one at the lease deadline.
+// sets the new one at the lease deadline, and the lease index S(1,"l",id).
 func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Duration) (Lease, error) {
 	if err := q.checkLease(lease); err != nil {
 		return Lease{}, err
@@ -68,9 +68,12 @@ func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Du
 		sv.Holder = holder
 		sv.LeasedAtMs = now.UnixMilli()
 		deadline := now.Add(lease)
-		newKey, lane, _ := q.k.place(info.TaskType, info.Priority, deadline, id, q.lanes)
+		newKey, lane, vestMs := q.k.place(info.TaskType, info.Priority, deadline, id, q.lanes)
 		tr.Clear(key)
 		tr.Set(newKey, sv.marshal())
+		// The lease index follows the moved key, as after a claim, so
+		// lookup by ID finds the job.
+		tr.Set(q.k.leaseKey(id), encodeLeaseIndex(vestMs))
 		l = Lease{
 			ID: id, TaskType: info.TaskType, Priority: info.Priority, ItemSpace: rec.ItemSpace,
 			Payload: rec.Payload, Checkpoint: ck, Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
