@@ -146,7 +146,10 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		return JobInfo{}, nil, err
 	}
 	if key == nil {
-		return JobInfo{}, nil, fmt.Errorf("%w: %s has a record but no schedule key", ErrCorrupt, id)
+		// Either damage, or a claim by a worker built before the lease index
+		// (it moved the key without indexing it): the job is found again
+		// once that lease ends, within MaxLease.
+		return JobInfo{}, nil, fmt.Errorf("%w: %s has a record but no schedule key where it was placed or where the lease index points (a worker older than the lease index may hold it, until its lease ends)", ErrCorrupt, id)
 	}
 	sk, err := q.k.parseSched(key)
 	if err != nil {
