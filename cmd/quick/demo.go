@@ -75,6 +75,10 @@ const (
 // demoCounts are what the handlers saw, for the live view and the summary.
 type demoCounts struct {
 	runs, retries, takeovers, resumed, cronRuns, done, dead, failed atomic.Int64
+	// claimDead counts jobs no handler ended: dead-lettered by a claim
+	// because the killed worker spent their last attempt. The view reads it
+	// from the queue's dead-letter counters.
+	claimDead atomic.Int64
 
 	mu          sync.Mutex
 	checkpoints map[string]int64             // worker -> checkpoints written (each extends the lease)
@@ -366,6 +370,9 @@ func (a *app) demo(c *cli.Context) error {
 			return err
 		}
 		sum.Remaining = remaining(reps)
+		if err := counts.readClaimDead(ctx, view); err != nil && ctx.Err() == nil {
+			return err
+		}
 		drained := sum.Remaining.Ready+sum.Remaining.Leased+sum.Remaining.Scheduled == 0
 		if kill && sum.Killed == "" && now.After(killAt) {
 			if id, n := counts.busiest(ids); n > 0 {
@@ -637,12 +644,28 @@ func progressLine(s *demoCounts, total int, left laneRow) string {
 }
 
 func progressBar(s *demoCounts, total int) string {
-	done := int(s.done.Load())
+	claimDead := s.claimDead.Load()
+	done := int(s.done.Load() + claimDead)
 	width := 16
 	fill := min(width, done*width/max(total, 1))
 	return fmt.Sprintf("%s %d/%d done · %d retries · %d dead · %d takeovers · %d cron",
 		strings.Repeat("█", fill)+strings.Repeat("░", width-fill), done, total,
-		s.retries.Load(), s.dead.Load(), s.takeovers.Load(), s.cronRuns.Load())
+		s.retries.Load(), s.dead.Load()+claimDead, s.takeovers.Load(), s.cronRuns.Load())
+}
+
+// readClaimDead sets claimDead from the queue: its dead letters (one counter
+// read per type) beyond those the handlers ended.
+func (s *demoCounts) readClaimDead(ctx context.Context, q *quick.Queue) error {
+	var total int64
+	for _, t := range demoTypes {
+		n, err := q.DeadCount(ctx, t)
+		if err != nil {
+			return err
+		}
+		total += n
+	}
+	s.claimDead.Store(max(0, total-s.dead.Load()))
+	return nil
 }
 
 func leftLine(left laneRow) string {
