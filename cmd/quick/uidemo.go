@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -30,6 +32,8 @@ type uiDemoConfig struct {
 	Rate    int           // jobs per second between bursts
 	Workers int
 	Logger  *slog.Logger
+	// MeterProvider receives the workers' metrics (nil: none).
+	MeterProvider metric.MeterProvider
 }
 
 type uiDemo struct {
@@ -63,7 +67,7 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 	for i := range cfg.Workers {
 		id := fmt.Sprintf("worker-%d", i+1)
 		w, err := worker.New(worker.Config{Queue: q, ID: id, Logger: cfg.Logger, HeartbeatPeriod: 500 * time.Millisecond,
-			ShutdownTimeout: 2 * time.Second, DefaultConcurrency: 2})
+			ShutdownTimeout: 2 * time.Second, DefaultConcurrency: 2, MeterProvider: cfg.MeterProvider})
 		if err != nil {
 			cancel()
 			mem.Close()
