@@ -21,9 +21,10 @@ import (
 func (a *app) uiCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ui",
-		Usage: "serve the web console (overview, lanes, jobs, dead letters, cron, workers) over HTTP",
+		Usage: "serve the web console (overview, lanes, jobs, dead letters, cron, workers) and /metrics over HTTP; see docs/ui.md",
 		Description: "Serves package ui's console on --listen until interrupted. Actions (requeue, cancel, purge,\n" +
-			"cron repair) ask for confirmation; --read-only turns them off. The console reads and writes\n" +
+			"cron repair, pause and resume, run now, cancel and requeue by filter) ask for confirmation;\n" +
+			"--read-only turns them off. The console reads and writes\n" +
 			"only through the library; docs/ui.md says what each page and action costs.\n" +
 			"--demo runs the demo's workload (jobs in waves, three workers, a cron schedule) in this\n" +
 			"process on the embedded engine, whatever the connection flags say, and shows it.\n" +
