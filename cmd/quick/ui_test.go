@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
 )
 
 // syncBuffer is a writer the test reads while the command still writes.
@@ -201,5 +203,20 @@ func TestUIReadOnlyTakesNoDepthLease(t *testing.T) {
 	body := scrapeUntil(t, base, "go_goroutines")
 	if strings.Contains(body, "quickfdb_queue_depth{") {
 		t.Errorf("a read-only console reports depth (it took the lease):\n%.3000s", body)
+	}
+}
+
+// TestUIDemoCountsTakeCheckpoints: the console demo's tallies take every
+// note a handler makes. With the checkpoints map missing, the first
+// checkpointing job panicked under the tallies' lock and every handler
+// after it blocked: the demo's backlog only grew.
+func TestUIDemoCountsTakeCheckpoints(t *testing.T) {
+	c := newUIDemoCounts()
+	l := quick.Lease{ID: quick.NewID(time.Unix(0, 0)), TaskType: "import", Attempt: 1}
+	c.start("worker-1", l)
+	c.checkpointed("worker-1") // panicked: assignment to entry in nil map
+	c.end("worker-1", l.ID)
+	if n := c.checkpointsOf("worker-1"); n != 1 {
+		t.Fatalf("checkpoints of worker-1: %d, want 1", n)
 	}
 }

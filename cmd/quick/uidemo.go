@@ -60,7 +60,7 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		mem.Close()
 		return nil, fmt.Errorf("register the demo's cron schedule: %w", err)
 	}
-	counts := &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}}
+	counts := newUIDemoCounts()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d := &uiDemo{q: q}
 	never := &atomic.Bool{} // demoHandler's "killed" flag: no worker is killed here
@@ -138,4 +138,12 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		mem.Close()
 	}
 	return d, nil
+}
+
+// newUIDemoCounts makes the handlers' tallies with every map demoHandler
+// writes: a nil one panics in a handler while it holds the tallies' lock,
+// and every handler after it blocks on that lock for good (the demo stalled
+// so once, when checkpoints was missing).
+func newUIDemoCounts() *demoCounts {
+	return &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}, checkpoints: map[string]int64{}}
 }
