@@ -419,7 +419,7 @@ func TestBrowserReadOnly(t *testing.T) {
 	base := serve(t, h)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for _, p := range []string{"/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
+	for _, p := range []string{"/", "/jobs?type=report&state=scheduled", "/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
 			t.Fatal(err)
 		}
