@@ -54,7 +54,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("action")
 	spec, err := h.actionFor(r.Context(), name, r.PostForm)
 	if err != nil {
-		h.fail(w, r, statusOfControl(err), err)
+		h.fail(w, r, statusOf(err), err)
 		return
 	}
 	back := safeBack(r.PostForm.Get("back"))
@@ -75,7 +75,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 	v := url.Values{}
 	if err != nil {
 		h.log.Warn("ui: action failed", "action", name, "err", err)
-		if statusOfControl(err) < 500 || errors.Is(err, errUnavailable) {
+		if statusOf(err) < 500 {
 			v.Set("failed", err.Error())
 		} else {
 			h.fail(w, r, http.StatusInternalServerError, err)
@@ -138,6 +138,9 @@ func formInt(f url.Values, name string, def, lo, hi int) (int, error) {
 
 // actionFor validates an action's input and describes it; nothing runs.
 func (h *Handler) actionFor(ctx context.Context, name string, f url.Values) (actionSpec, error) {
+	if spec, ok, err := h.controlFor(name, f); ok {
+		return spec, err
+	}
 	switch name {
 	case "requeue":
 		id, err := formID(f)
@@ -160,26 +163,6 @@ func (h *Handler) actionFor(ctx context.Context, name string, f url.Values) (act
 			Cost: "quick.Queue.Cancel: one transaction; point reads of the record, marker and placed key (a lease that moved costs a range read per lane), then 4 or 5 clears.",
 			run: func(ctx context.Context) (string, error) {
 				return "cancelled " + id.String(), h.q.Cancel(ctx, id)
-			}}, nil
-	case "requeue-dead":
-		t, err := formType(f)
-		if err != nil {
-			return actionSpec{}, err
-		}
-		limit, err := formInt(f, "limit", 100, 1, maxBulk)
-		if err != nil {
-			return actionSpec{}, err
-		}
-		contains := f.Get("error")
-		what := fmt.Sprintf("Requeue up to %d of the oldest %s dead letters", limit, t)
-		if contains != "" {
-			what += fmt.Sprintf(" whose last error contains %q", contains)
-		}
-		return actionSpec{Title: "requeue " + t + " dead letters", What: what + ", each run now with its attempts reset.",
-			Cost: fmt.Sprintf("quick.Queue.ListDead pages (a range read of 100 keys and a point read per job) and one quick.Queue.Requeue transaction per job; at most %d jobs scanned.", maxBulkScan),
-			run: func(ctx context.Context) (string, error) {
-				n, err := h.requeueByFilter(ctx, t, contains, limit)
-				return fmt.Sprintf("requeued %d %s dead letters", n, t), err
 			}}, nil
 	case "purge-dead":
 		t, err := formType(f)
@@ -216,32 +199,6 @@ func (h *Handler) actionFor(ctx context.Context, name string, f url.Values) (act
 				n, err := cron.Repair(ctx, h.q)
 				return fmt.Sprintf("restored %d broken chains", n), err
 			}}, nil
-	case "pause", "resume":
-		t, err := formType(f)
-		if err != nil {
-			return actionSpec{}, err
-		}
-		if !pauseAvailable {
-			return actionSpec{}, fmt.Errorf("%s %s: %w", name, t, errUnavailable)
-		}
-		return actionSpec{Title: name + " " + t, What: name + " claiming of " + t + " jobs by every worker.",
-			Cost: "one write (see the library's pause operation).",
-			run: func(ctx context.Context) (string, error) {
-				return name + "d " + t, h.setPaused(ctx, t, name == "pause")
-			}}, nil
-	case "run-now":
-		id, err := formID(f)
-		if err != nil {
-			return actionSpec{}, err
-		}
-		if !runNowAvailable {
-			return actionSpec{}, fmt.Errorf("run %s now: %w", id, errUnavailable)
-		}
-		return actionSpec{Title: "run " + id.String() + " now", What: "Make the scheduled job vest now.",
-			Cost: "one transaction (see the library's run-now operation).",
-			run: func(ctx context.Context) (string, error) {
-				return "moved " + id.String() + " to now", h.runNow(ctx, id)
-			}}, nil
 	}
 	return actionSpec{}, fmt.Errorf("%w: unknown action %q", errNoAction, trunc(name, 40))
 }
@@ -261,41 +218,4 @@ func purgeRetention(older time.Duration, keep int) (quick.Retention, string) {
 		return quick.Retention{MaxCount: keep}, fmt.Sprintf("all but the newest %d", keep)
 	}
 	return quick.Retention{MaxAge: time.Nanosecond}, "all the"
-}
-
-// maxBulkScan bounds the dead letters a bulk requeue reads.
-const maxBulkScan = 10 * maxBulk
-
-// requeueDeadPaged requeues up to limit dead letters whose last error
-// contains errContains, reading at most maxBulkScan of them.
-func requeueDeadPaged(ctx context.Context, q *quick.Queue, taskType, errContains string, limit int) (int, error) {
-	n, scanned := 0, 0
-	var after []byte
-	for n < limit && scanned < maxBulkScan {
-		page, err := q.ListDead(ctx, taskType, 100, after)
-		if err != nil {
-			return n, err
-		}
-		for _, j := range page.Jobs {
-			if n == limit {
-				break
-			}
-			if errContains != "" && !strings.Contains(j.LastError, errContains) {
-				continue
-			}
-			if err := q.Requeue(ctx, j.ID); err != nil {
-				if quick.IsNotFound(err) || errors.Is(err, quick.ErrInvalidOption) {
-					continue // gone or requeued meanwhile
-				}
-				return n, err
-			}
-			n++
-		}
-		scanned += len(page.Jobs)
-		if page.Next == nil {
-			break
-		}
-		after = page.Next
-	}
-	return n, nil
 }

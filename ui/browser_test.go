@@ -320,6 +320,34 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "overview")
 
+	// Pause a type from the overview, through the confirmation page: the
+	// row is marked paused and the library agrees.
+	do("pause", chromedp.Click(chromedp.CSS(`tr[data-type="report"] form[action$="/actions/pause"] button`)), visible(`#confirm-yes`))
+	if body := text(`.confirm`); !strings.Contains(body, "quick.Queue.Pause") || !strings.Contains(body, "docs/design.md") {
+		t.Errorf("pause confirmation does not state the operation and its cost: %q", body)
+	}
+	if p, err := lq.q.PausedTypes(context.Background()); err != nil || len(p) != 0 {
+		t.Fatalf("the confirmation page already paused: %v %v", p, err)
+	}
+	shoot(t, ctx, dir, "confirm-pause")
+	do("confirm pause", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`), visible(`tr[data-type="report"][data-paused="1"] .paused`))
+	if p, err := lq.q.PausedTypes(context.Background()); err != nil || len(p) != 1 || p["report"].IsZero() {
+		t.Fatalf("after pausing through the console: PausedTypes = %v (%v), want report", p, err)
+	}
+	if n := count(`tr[data-paused]`); n != 1 {
+		t.Errorf("overview marks %d types paused, want 1 (report)", n)
+	}
+	if n := count(`tr[data-type="report"] form[action$="/actions/resume"]`); n != 1 {
+		t.Errorf("the paused type offers no Resume")
+	}
+	shoot(t, ctx, dir, "paused")
+	// Resume it: the mark goes.
+	do("resume", chromedp.Click(chromedp.CSS(`tr[data-type="report"] form[action$="/actions/resume"] button`)), visible(`#confirm-yes`))
+	do("confirm resume", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`), visible(`tr[data-type="report"] form[action$="/actions/pause"]`))
+	if p, err := lq.q.PausedTypes(context.Background()); err != nil || len(p) != 0 {
+		t.Fatalf("after resuming: PausedTypes = %v (%v)", p, err)
+	}
+
 	// Lanes: one strip per type, one cell per lane.
 	do("lanes", chromedp.Navigate(base+"/lanes"), visible(`.strip`))
 	if n := count(`.strip-box[data-type="email"] .cell`); n != lq.q.Lanes() {
@@ -391,7 +419,7 @@ func TestBrowserReadOnly(t *testing.T) {
 	base := serve(t, h)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for _, p := range []string{"/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
+	for _, p := range []string{"/", "/jobs?type=report&state=scheduled", "/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 // Package ui is quickfdb's operator console: an http.Handler with pages for
 // the queue's task types, lanes, jobs, dead letters, cron schedules and
-// workers, and confirmed actions (requeue, cancel, purge, cron repair).
+// workers, and confirmed actions (requeue, cancel, purge, cron repair,
+// pause and resume of a task type, run now, cancel and requeue by filter).
+// It serves no /metrics: mount metrics.Handler() beside it (quick ui does).
 //
 // Mount it in a service of your own, as River UI is mounted:
 //

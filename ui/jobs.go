@@ -230,7 +230,7 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Key = fmt.Sprintf(`S(1,"s",%q,%d,%d,%d,%s)`, j.TaskType, j.Lane, int64(j.Priority), j.RunAt.UnixMilli(), j.ID)
 		d.Cancelable = true
-		d.RunNow = j.State == quick.StateScheduled && runNowAvailable
+		d.RunNow = j.State == quick.StateScheduled
 	case quick.StateDead:
 		d.Where = "in the dead letters since " + j.DeadAt.UTC().Format("2006-01-02 15:04:05.000Z")
 		d.Key = fmt.Sprintf(`S(1,"d",%q,%d,%s)`, j.TaskType, j.DeadAt.UnixMilli(), j.ID)

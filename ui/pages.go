@@ -15,7 +15,10 @@ type overviewRow struct {
 	// DeadLastHour is how many dead letters the type gained in the
 	// sampled window (a drop, from a purge or requeue, counts as zero).
 	DeadLastHour int64
-	Paused       pauseState
+	// Paused is whether workers are stopped from claiming the type
+	// (quick.Queue.Pause), and PausedFor since when.
+	Paused    bool
+	PausedFor string
 }
 
 type overviewData struct {
@@ -25,11 +28,11 @@ type overviewData struct {
 	HasWorkers bool
 	Sampled    string // the history's period and span
 	Budget     int
-	CanPause   bool // the library offers pause and resume (plug.go)
 }
 
 // overview: per task type, its counts (typeCounts: LaneCounts + DeadCount),
-// its registered workers (one registry snapshot per type) and its charts
+// its registered workers (one registry snapshot per type), whether it is
+// paused (one range read of the paused types for the page) and its charts
 // from the in-process history.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -40,7 +43,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.now()
 	from := now.Add(-time.Hour)
-	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget, CanPause: pauseAvailable,
+	paused, err := h.q.PausedTypes(ctx)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget,
 		Sampled: "every " + h.cfg.SampleEvery.String() + ", kept 1h, in this process"}
 	types, d.Cut = capTypes(types)
 	for _, t := range types {
@@ -59,7 +67,9 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		row.Workers = len(members)
-		row.Paused = h.pausedState(ctx, t)
+		if at, ok := paused[t]; ok {
+			row.Paused, row.PausedFor = true, fmtAge(now.Sub(at))
+		}
 		hs := h.hist.depthOf(t)
 		var ready, leased, sched, dead []point
 		for i, s := range hs {

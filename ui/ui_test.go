@@ -153,8 +153,13 @@ func TestBadInputIs4xx(t *testing.T) {
 		{"purge-dead", url.Values{"type": {"webhook"}, "older": {"-1h"}}, 400},
 		{"purge-dead", url.Values{"type": {"webhook"}, "older": {"soon"}}, 400},
 		{"purge-dead", url.Values{"type": {"webhook"}, "keep": {"x"}}, 400},
-		{"pause", url.Values{"type": {"email"}}, 501},
-		{"run-now", url.Values{"id": {f.dead[0].String()}}, 501},
+		{"pause", url.Values{}, 400},
+		{"resume", url.Values{"type": {strings.Repeat("x", quick.MaxTaskTypeLen+1)}}, 400},
+		{"run-now", url.Values{"id": {"x"}}, 400},
+		{"cancel-matching", url.Values{"type": {"email"}, "state": {"dead"}}, 400},
+		{"cancel-matching", url.Values{"type": {"email"}, "state": {"soon"}}, 400},
+		{"cancel-matching", url.Values{"type": {"email"}, "limit": {"100000"}}, 400},
+		{"requeue-dead", url.Values{"type": {"webhook"}, "within": {"-1h"}}, 400},
 		// Confirmed, on a job that is not dead: the library refuses, the
 		// page says so.
 		{"requeue", url.Values{"id": {quick.NewID(epoch).String()}, "confirm": {"yes"}}, 303},
@@ -244,7 +249,7 @@ func TestBulkDeadActions(t *testing.T) {
 func TestReadOnlyRefusesActions(t *testing.T) {
 	f := newFixture(t, ui.Config{ReadOnly: true})
 	f.seed()
-	for _, p := range []string{"/dead?type=webhook", "/jobs/" + f.dead[0].String(), "/cron"} {
+	for _, p := range []string{"/", "/jobs?type=email", "/dead?type=webhook", "/jobs/" + f.dead[0].String(), "/cron"} {
 		body := f.get(p).body
 		if strings.Contains(body, "/actions/") {
 			t.Errorf("read-only %s offers actions", p)
@@ -253,7 +258,7 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 			t.Errorf("read-only %s does not say so", p)
 		}
 	}
-	for _, a := range []string{"requeue", "cancel", "purge-dead", "cron-repair"} {
+	for _, a := range []string{"requeue", "cancel", "purge-dead", "cron-repair", "pause", "resume", "run-now", "cancel-matching", "requeue-dead"} {
 		r := f.post("/actions/"+a, url.Values{"id": {f.dead[0].String()}, "type": {"webhook"}, "confirm": {"yes"}})
 		if r.status != http.StatusForbidden {
 			t.Errorf("read-only POST %s = %d, want 403", a, r.status)
@@ -261,6 +266,12 @@ func TestReadOnlyRefusesActions(t *testing.T) {
 	}
 	if st := f.state(f.dead[0]); st != quick.StateDead {
 		t.Fatalf("read-only console changed a job: %v", st)
+	}
+	if p, err := f.q.PausedTypes(f.ctx); err != nil || len(p) != 0 {
+		t.Fatalf("read-only console paused: %v %v", p, err)
+	}
+	if n, _ := f.q.DeadCount(f.ctx, "webhook"); n != 4 {
+		t.Fatalf("read-only console requeued: %d dead left, want 4", n)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
 )
 
 // syncBuffer is a writer the test reads while the command still writes.
@@ -122,4 +124,99 @@ func TestUIBadFlags(t *testing.T) {
 	h.fails("invalid --jobs", "ui", "--demo", "--jobs", "-1")
 	h.fails("invalid --rate", "ui", "--demo", "--rate", "100000")
 	h.fails("listen on nowhere:x", "ui", "--listen", "nowhere:x")
+}
+
+// scrapeUntil reads base/metrics until it contains want (the depth
+// reporter's first round runs as the console starts, concurrently with it)
+// and returns the last body. The bound is a safety net, not a measurement.
+func scrapeUntil(t *testing.T, base, want string) string {
+	t.Helper()
+	var body string
+	for range 500 {
+		r, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("GET /metrics = %d %s", r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		if body = string(b); strings.Contains(body, want) {
+			return body
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("/metrics never showed %s:\n%.3000s", want, body)
+	return ""
+}
+
+// TestUIServesMetrics: `quick ui` serves Prometheus text at /metrics (at
+// the server's root, beside the console) with the queue depth gauges of
+// the queue it shows.
+func TestUIServesMetrics(t *testing.T) {
+	h := newHarness(t)
+	h.ok("enqueue", "-t", "email", "--payload", "a")
+	h.ok("enqueue", "-t", "email", "--payload", "b")
+	h.ok("enqueue", "-t", "email", "--payload", "c", "--delay", "1h")
+	base, stop := startUI(t, h, "ui")
+	defer stop()
+	body := scrapeUntil(t, base, "quickfdb_queue_depth{")
+	for _, want := range []string{
+		`(?m)^quickfdb_queue_depth\{[^}]*state="ready",task_type="email"\} 2$`,
+		`(?m)^quickfdb_queue_depth\{[^}]*state="scheduled",task_type="email"\} 1$`,
+		`(?m)^quickfdb_queue_depth\{[^}]*state="dead",task_type="email"\} 0$`,
+		`(?m)^quickfdb_queue_oldest_ready_age_seconds\{[^}]*task_type="email"\} `,
+		`(?m)^go_goroutines `,
+	} {
+		if !regexp.MustCompile(want).MatchString(body) {
+			t.Errorf("/metrics lacks %s:\n%.3000s", want, body)
+		}
+	}
+	// The console still serves its pages beside it.
+	if code, _ := get(t, base+"/"); code != 200 {
+		t.Errorf("GET / = %d", code)
+	}
+}
+
+// TestUIDemoMetrics: with --demo, /metrics has the demo's depth gauges and
+// its workers' counters.
+func TestUIDemoMetrics(t *testing.T) {
+	h := newHarness(t)
+	base, stop := startUI(t, h, "ui", "--demo", "--rate", "4", "--jobs", "20")
+	defer stop()
+	body := scrapeUntil(t, base, `task_type="email"`)
+	if !strings.Contains(body, "quickfdb_queue_depth{") {
+		t.Errorf("/metrics lacks the depth gauges:\n%.3000s", body)
+	}
+	scrapeUntil(t, base, "quickfdb_worker_")
+}
+
+// TestUIReadOnlyTakesNoDepthLease: a read-only console writes nothing, not
+// even the depth reporter's lease: /metrics serves the process's metrics
+// without queue depth.
+func TestUIReadOnlyTakesNoDepthLease(t *testing.T) {
+	h := newHarness(t)
+	h.ok("enqueue", "-t", "email", "--payload", "a")
+	base, stop := startUI(t, h, "ui", "--read-only")
+	defer stop()
+	body := scrapeUntil(t, base, "go_goroutines")
+	if strings.Contains(body, "quickfdb_queue_depth{") {
+		t.Errorf("a read-only console reports depth (it took the lease):\n%.3000s", body)
+	}
+}
+
+// TestUIDemoCountsTakeCheckpoints: the console demo's tallies take every
+// note a handler makes. With the checkpoints map missing, the first
+// checkpointing job panicked under the tallies' lock and every handler
+// after it blocked: the demo's backlog only grew.
+func TestUIDemoCountsTakeCheckpoints(t *testing.T) {
+	c := newUIDemoCounts()
+	l := quick.Lease{ID: quick.NewID(time.Unix(0, 0)), TaskType: "import", Attempt: 1}
+	c.start("worker-1", l)
+	c.checkpointed("worker-1") // panicked: assignment to entry in nil map
+	c.end("worker-1", l.ID)
+	if n := c.checkpointsOf("worker-1"); n != 1 {
+		t.Fatalf("checkpoints of worker-1: %d, want 1", n)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -30,6 +32,8 @@ type uiDemoConfig struct {
 	Rate    int           // jobs per second between bursts
 	Workers int
 	Logger  *slog.Logger
+	// MeterProvider receives the workers' metrics (nil: none).
+	MeterProvider metric.MeterProvider
 }
 
 type uiDemo struct {
@@ -56,14 +60,14 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		mem.Close()
 		return nil, fmt.Errorf("register the demo's cron schedule: %w", err)
 	}
-	counts := &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}}
+	counts := newUIDemoCounts()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d := &uiDemo{q: q}
 	never := &atomic.Bool{} // demoHandler's "killed" flag: no worker is killed here
 	for i := range cfg.Workers {
 		id := fmt.Sprintf("worker-%d", i+1)
 		w, err := worker.New(worker.Config{Queue: q, ID: id, Logger: cfg.Logger, HeartbeatPeriod: 500 * time.Millisecond,
-			ShutdownTimeout: 2 * time.Second, DefaultConcurrency: 2})
+			ShutdownTimeout: 2 * time.Second, DefaultConcurrency: 2, MeterProvider: cfg.MeterProvider})
 		if err != nil {
 			cancel()
 			mem.Close()
@@ -134,4 +138,12 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		mem.Close()
 	}
 	return d, nil
+}
+
+// newUIDemoCounts makes the handlers' tallies with every map demoHandler
+// writes: a nil one panics in a handler while it holds the tallies' lock,
+// and every handler after it blocks on that lock for good (the demo stalled
+// so once, when checkpoints was missing).
+func newUIDemoCounts() *demoCounts {
+	return &demoCounts{running: map[string]map[quick.ID]bool{}, orphans: map[quick.ID]bool{}, checkpoints: map[string]int64{}}
 }
