@@ -569,7 +569,7 @@ func TestPoisonJobDeadLetteredAfterCrashes(t *testing.T) {
 
 func TestArgsRoundTrip(t *testing.T) {
 	e := newEnv(t, quick.Options{})
-	if _, err := e.q.Insert(e.ctx, emailArgs{To: "a@b.c"}, quick.NewJob{}); err != nil {
+	if _, err := e.q.Insert(e.ctx, emailArgs{To: "a@b.c"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	l := e.claim(t, "w", 1)[0]
