@@ -115,3 +115,31 @@ func TestArgsJobKeepsKindAndPayload(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 }
+
+// Per-task-type policy: MaxAttempts defaults the kind's jobs, Backoff
+// spaces its retries; other kinds keep the queue's.
+func TestTaskTypePolicy(t *testing.T) {
+	e := newEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{
+		"email": {MaxAttempts: 2, Backoff: func(int) time.Duration { return 5 * time.Minute }},
+	}})
+	res := e.enqueue(t, quick.NewJob{TaskType: "email"}, quick.NewJob{TaskType: "other"})
+	if info, _ := e.q.Get(e.ctx, res[1].ID); info.MaxAttempts != 25 {
+		t.Fatalf("other kind: MaxAttempts %d, want the queue's 25", info.MaxAttempts)
+	}
+	l := e.claim(t, "w", 1)[0]
+	if _, err := e.q.Fail(e.ctx, l, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.q.Get(e.ctx, l.ID)
+	if err != nil || info.MaxAttempts != 2 || !info.RunAt.Equal(epoch.Add(5*time.Minute)) {
+		t.Fatalf("after a failure %+v %v: want MaxAttempts 2 and the kind's 5 min backoff", info, err)
+	}
+	e.clk.Advance(5 * time.Minute)
+	l = e.claim(t, "w", 1)[0]
+	if dead, err := e.q.Fail(e.ctx, l, "boom"); err != nil || !dead {
+		t.Fatalf("second failure: dead %v, %v; want dead-lettered by the kind's MaxAttempts", dead, err)
+	}
+	if _, err := quick.Open(e.ctx, e.db, e.q.Subspace(), quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"": {}}}); !errors.Is(err, quick.ErrInvalidOption) {
+		t.Fatalf("empty task type: %v, want ErrInvalidOption", err)
+	}
+}

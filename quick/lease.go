@@ -124,6 +124,14 @@ func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
 	return q.ackTx(tr, q.plan(acks), nil)
 }
 
+// backoff is the retry delay of a job of taskType that failed on attempt.
+func (q *Queue) backoff(taskType string, attempt int) time.Duration {
+	if b := q.opts.TaskTypes[taskType].Backoff; b != nil {
+		return b(attempt)
+	}
+	return q.opts.Backoff(attempt)
+}
+
 // plannedAck is an ack with its outcome fixed before the retry loop: where a
 // re-placed job goes, so a retry can recognise its own earlier commit.
 type plannedAck struct {
@@ -141,7 +149,7 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 		case AckFail:
 			d := a.Delay
 			if d <= 0 {
-				d = q.opts.Backoff(a.Lease.Attempt)
+				d = q.backoff(a.Lease.TaskType, a.Lease.Attempt)
 			}
 			p.runAt = now.Add(d)
 		case AckSnooze:

@@ -3,6 +3,7 @@ package quick
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
@@ -97,9 +98,12 @@ type Options struct {
 	IdempotencyWindow time.Duration
 	// MaxAttempts is the default for jobs that set none. Default 25.
 	MaxAttempts int
-	// Backoff computes the delay before retrying a failed job. Default
-	// DefaultBackoff.
+	// Backoff computes the delay before retrying a failed job that failed
+	// on attempt (1 for its first run). Default DefaultBackoff, capped at
+	// 10 minutes.
 	Backoff func(attempt int) time.Duration
+	// TaskTypes holds per-task-type policy, over MaxAttempts and Backoff.
+	TaskTypes map[string]TaskTypeOptions
 	// DeadRetention bounds the dead letters kept per task type.
 	DeadRetention Retention
 	// Logger receives the queue's logs. Default slog.Default().
@@ -119,6 +123,16 @@ type Options struct {
 	// job's creation (the time in its ID) before PurgeOutcomes may delete
 	// it. Default 24 h.
 	OutcomeRetention time.Duration
+}
+
+// TaskTypeOptions are the retry policy of one task type; a zero field
+// falls back to the queue's Options.
+type TaskTypeOptions struct {
+	// MaxAttempts is the default for the type's jobs that set none (the
+	// order: the job's own, then this, then Options.MaxAttempts).
+	MaxAttempts int
+	// Backoff computes the delay before retrying the type's failed jobs.
+	Backoff func(attempt int) time.Duration
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
@@ -147,6 +161,7 @@ func (o Options) withDefaults() Options {
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
 	}
+	o.TaskTypes = maps.Clone(o.TaskTypes) // the caller may reuse its map
 	if o.DeadRetention == (Retention{}) {
 		o.DeadRetention = Retention{MaxAge: 7 * 24 * time.Hour, MaxCount: 10_000}
 	}
@@ -157,6 +172,14 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	for t, p := range o.TaskTypes {
+		if err := validTaskType(t); err != nil {
+			return fmt.Errorf("%w: TaskTypes: %w", ErrInvalidOption, err)
+		}
+		if p.MaxAttempts < 0 {
+			return fmt.Errorf("%w: TaskTypes[%q].MaxAttempts %d is negative", ErrInvalidOption, t, p.MaxAttempts)
+		}
+	}
 	if o.Lanes > 4096 {
 		return fmt.Errorf("%w: Lanes %d is over 4096", ErrInvalidOption, o.Lanes)
 	}

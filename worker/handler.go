@@ -25,6 +25,15 @@ type HandlerOptions struct {
 	// ErrHandlerTimeout) after Timeout on the worker clock, and the job
 	// fails. Default none.
 	Timeout time.Duration
+	// Backoff, when set, is the delay before retrying a job this handler
+	// failed on attempt (1 for its first run), over the queue's
+	// (quick.Options.Backoff and TaskTypes). Snooze and Cancel are not
+	// failures and do not use it.
+	Backoff func(attempt int) time.Duration
+	// MaxAttempts, when positive, dead-letters a job whose handler fails
+	// on its MaxAttempts-th attempt or later, even if the job itself allows
+	// more (it can only lower the job's own limit, which quick enforces).
+	MaxAttempts int
 }
 
 const defaultLease = 30 * time.Second
@@ -41,6 +50,9 @@ func (o HandlerOptions) withDefaults(w *Worker) (HandlerOptions, error) {
 	}
 	if len(o.Tag) > 16 {
 		return o, fmt.Errorf("%w: tag %q is over 16 bytes", ErrInvalidConfig, o.Tag)
+	}
+	if o.MaxAttempts < 0 {
+		return o, fmt.Errorf("%w: negative MaxAttempts %d", ErrInvalidConfig, o.MaxAttempts)
 	}
 	if o.Timeout < 0 {
 		return o, fmt.Errorf("%w: negative timeout %v", ErrInvalidConfig, o.Timeout)

@@ -216,6 +216,11 @@ func (st *jobState) settle(err error) {
 		return
 	default:
 		ack.Kind, ack.Error = quick.AckFail, err.Error()
+		if o := st.r.opts; o.MaxAttempts > 0 && st.lease.Attempt >= o.MaxAttempts {
+			ack.Kind, ack.Error = quick.AckDeadLetter, fmt.Sprintf("attempt %d of the handler's MaxAttempts %d failed: %v", st.lease.Attempt, o.MaxAttempts, err)
+		} else if o.Backoff != nil {
+			ack.Delay = max(o.Backoff(st.lease.Attempt), time.Millisecond)
+		}
 	}
 	st.phase = phaseAcking
 	st.r.w.acker.push(ackReq{st: st, ack: ack})
