@@ -373,7 +373,7 @@ func (e *env) runOnce(sc *script, holder string) {
 		case l.Attempt >= l.MaxAttempts:
 			err = e.finish(l, quick.AckDeadLetter, herr.Error(), nil)
 		default:
-			_, err = e.q.Fail(e.ctx, l, herr.Error())
+			err = e.q.Fail(e.ctx, l, herr.Error())
 		}
 		if err != nil && !errors.Is(err, quick.ErrLeaseLost) {
 			e.t.Fatalf("ending %s (minute %d): %v", l.ID, m, err)

@@ -116,7 +116,7 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 	err = kv.Retry(e.ctx, cw, func(tr kv.Transaction) error {
 		lost = nil
 		res, err := e.q.AckTx(tr, quick.Ack{Lease: l, Kind: kind, Error: reason})
-		if err != nil {
+		if len(res) == 0 {
 			return err
 		}
 		if lost = res[0].Err; lost != nil {
@@ -161,7 +161,7 @@ func (e *env) runDue(taskType, holder string, h func(Occurrence) error) []Occurr
 		case l.Attempt >= l.MaxAttempts:
 			err = e.finish(l, quick.AckDeadLetter, herr.Error(), nil)
 		default:
-			_, err = e.q.Fail(e.ctx, l, herr.Error())
+			err = e.q.Fail(e.ctx, l, herr.Error())
 		}
 		if err != nil {
 			e.t.Fatalf("ending %s (%v): %v", l.ID, occ.ScheduledAt, err)

@@ -127,7 +127,7 @@ func TestTaskTypePolicy(t *testing.T) {
 		t.Fatalf("other kind: MaxAttempts %d, want the queue's 25", info.MaxAttempts)
 	}
 	l := e.claim(t, "w", 1)[0]
-	if _, err := e.q.Fail(e.ctx, l, "boom"); err != nil {
+	if err := e.q.Fail(e.ctx, l, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	info, err := e.q.Get(e.ctx, l.ID)
@@ -136,8 +136,11 @@ func TestTaskTypePolicy(t *testing.T) {
 	}
 	e.clk.Advance(5 * time.Minute)
 	l = e.claim(t, "w", 1)[0]
-	if dead, err := e.q.Fail(e.ctx, l, "boom"); err != nil || !dead {
-		t.Fatalf("second failure: dead %v, %v; want dead-lettered by the kind's MaxAttempts", dead, err)
+	if err := e.q.Fail(e.ctx, l, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := e.q.Get(e.ctx, l.ID); info.State != quick.StateDead {
+		t.Fatalf("after the second failure %+v, want dead-lettered by the kind's MaxAttempts", info)
 	}
 	if _, err := quick.Open(e.ctx, e.db, e.q.Subspace(), quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"": {}}}); !errors.Is(err, quick.ErrInvalidOption) {
 		t.Fatalf("empty task type: %v, want ErrInvalidOption", err)

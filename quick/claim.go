@@ -223,7 +223,9 @@ func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Dur
 	for i, l := range ls {
 		acks[i] = Ack{Lease: l, Kind: AckRelease}
 	}
-	if _, err := q.Ack(rctx, acks...); err != nil {
+	// Lost leases are expected (the claim may not have committed); only a
+	// failed transaction leaves leases to lapse.
+	if res, err := q.Ack(rctx, acks...); err != nil && len(res) < len(acks) {
 		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
 			"jobs", len(ls), "err", err)
 	}

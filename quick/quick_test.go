@@ -153,7 +153,7 @@ func TestExpiredLeaseIsTakenOverAndOldHolderLocked(t *testing.T) {
 	}
 	for name, op := range map[string]func() error{
 		"complete": func() error { return e.q.Complete(e.ctx, old) },
-		"fail":     func() error { _, err := e.q.Fail(e.ctx, old, "x"); return err },
+		"fail":     func() error { return e.q.Fail(e.ctx, old, "x") },
 		"snooze":   func() error { return e.q.Snooze(e.ctx, old, time.Minute) },
 		"release":  func() error { return e.q.Release(e.ctx, old) },
 		"extend":   func() error { _, err := e.q.Extend(e.ctx, old, time.Minute); return err },
@@ -209,9 +209,11 @@ func TestFailBackoffThenDeadLetterAndRequeue(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	id := e.enqueue(t, quick.NewJob{TaskType: "email", MaxAttempts: 2, Payload: []byte("p")})[0].ID
 	l := e.claim(t, "w", 1)[0]
-	dead, err := e.q.Fail(e.ctx, l, "smtp down")
-	if err != nil || dead {
-		t.Fatalf("first fail: dead=%v err=%v", dead, err)
+	if err := e.q.Fail(e.ctx, l, "smtp down"); err != nil {
+		t.Fatalf("first fail: %v", err)
+	}
+	if info, _ := e.q.Get(e.ctx, id); info.State != quick.StateScheduled {
+		t.Fatalf("after the first fail %+v, want scheduled", info)
 	}
 	if got := e.claim(t, "w", 1); len(got) != 0 {
 		t.Fatal("a failed job ran again before its backoff")
@@ -221,9 +223,8 @@ func TestFailBackoffThenDeadLetterAndRequeue(t *testing.T) {
 	if l.Attempt != 2 || l.LastError != "smtp down" {
 		t.Fatalf("retry lease %+v", l)
 	}
-	dead, err = e.q.Fail(e.ctx, l, "still down")
-	if err != nil || !dead {
-		t.Fatalf("last fail: dead=%v err=%v", dead, err)
+	if err := e.q.Fail(e.ctx, l, "still down"); err != nil {
+		t.Fatalf("last fail: %v", err)
 	}
 	page, err := e.q.ListDead(e.ctx, "email", 10, nil)
 	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != id || page.Jobs[0].LastError != "still down" || string(page.Jobs[0].Payload) != "p" {
@@ -509,7 +510,7 @@ func TestPurgeMarkersAndDead(t *testing.T) {
 	e := newEnv(t, quick.Options{IdempotencyWindow: time.Hour})
 	id := e.enqueue(t, quick.NewJob{TaskType: "email", MaxAttempts: 1})[0].ID
 	l := e.claim(t, "w", 1)[0]
-	if _, err := e.q.Fail(e.ctx, l, "boom"); err != nil {
+	if err := e.q.Fail(e.ctx, l, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Advance(2 * time.Hour)

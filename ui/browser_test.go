@@ -133,7 +133,7 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		if err != nil || len(res.Jobs) != 1 {
 			t.Fatalf("claim webhook: %v %v", res, err)
 		}
-		if _, err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
+		if err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
 			t.Fatal(err)
 		}
 		lq.dead = append(lq.dead, res.Jobs[0].ID)

@@ -115,7 +115,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		// job already finished (cron relies on it: completing frees the
 		// occurrence's unique key, so fn can enqueue its successor).
 		res, err := w.q.AckTx(tr, ack)
-		if err != nil {
+		if len(res) == 0 {
 			return err
 		}
 		if res[0].Err != nil {
