@@ -304,7 +304,7 @@ func verifyAcceptance(t *testing.T, e *env, sc *script) {
 }
 
 // TestAcceptanceChain is the acceptance scenario with the workers played by
-// the test itself through quick's API (claim, AckTx then CompleteTx in one
+// the test itself through quick's API (claim, AckTx then completeTx in one
 // transaction, Fail), four of them in turn; the killed worker is one that
 // claims the run and is never heard of again.
 func TestAcceptanceChain(t *testing.T) {

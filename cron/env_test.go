@@ -103,7 +103,7 @@ func (e *env) claim(taskType, holder string) []quick.Lease {
 
 // finish ends a leased occurrence as package worker's CompleteWith and
 // DeadLetterWith do, but completing before scheduling: the ack and
-// CompleteTx in one transaction, a retry after an unknown commit that finds
+// completeTx in one transaction, a retry after an unknown commit that finds
 // the lease gone checking whether it was its own commit. extra runs in the
 // same transaction, after both.
 func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra func(kv.Transaction) error) error {
@@ -122,7 +122,7 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 		if lost = res[0].Err; lost != nil {
 			return lost
 		}
-		if _, err := CompleteTx(tr, e.q, l.Payload, l.ID); err != nil && !isBadDefinition(err) {
+		if _, err := completeTx(tr, e.q, l.Payload, l.ID); err != nil && !isBadDefinition(err) {
 			return err
 		}
 		if extra != nil {

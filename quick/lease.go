@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
@@ -42,8 +43,9 @@ type Lease struct {
 	sv   schedValue
 }
 
-// Token returns the lease token (for logs and tests).
-func (l Lease) Token() uint64 { return l.sv.Token }
+// The token stays unexported; worker and the internal tools read it
+// through internal/leasetoken.
+func init() { leasetoken.Of = func(l any) uint64 { return l.(Lease).sv.Token } }
 
 // Lane returns the lane the job's schedule key is in now.
 func (l Lease) Lane() int { return l.lane }

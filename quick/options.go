@@ -110,8 +110,8 @@ type Options struct {
 	Logger *slog.Logger
 	// DisableWakeOnEnqueue stops enqueue from waking idle workers. By
 	// default an enqueue makes one snapshot read of the task type's sleep
-	// key (SleepKey), alongside its other reads, and adds one atomic add to
-	// the wake key (WakeKey) only when a worker sleeps on it and a new job
+	// key (internal/wake), alongside its other reads, and adds one atomic add to
+	// the wake key only when a worker sleeps on it and a new job
 	// vests now; with it set, workers find new jobs by polling alone.
 	DisableWakeOnEnqueue bool
 	// WaitableTypes lists task types whose every job is waitable (as with

@@ -91,19 +91,6 @@ func (q *Queue) Options() Options { return q.opts }
 // NewID returns a new job ID from the queue's clock.
 func (q *Queue) NewID() ID { return NewID(q.Now()) }
 
-// WakeKey is the key idle workers of a task type watch. An enqueue adds 1
-// to it (an atomic add, which conflicts with nothing) when a job it writes
-// vests at once and SleepKey says a worker sleeps; see
-// Options.DisableWakeOnEnqueue.
-func (q *Queue) WakeKey(taskType string) []byte { return q.k.wakeKey(taskType) }
-
-// SleepKey holds, as a little-endian unsigned count of Unix milliseconds,
-// the latest time until which an idle worker of the task type sleeps on
-// WakeKey's watch. Workers raise it with an atomic max before they sleep and
-// never lower it: a worker that crashed asleep stops counting when its
-// sleep would have ended, with no cleanup.
-func (q *Queue) SleepKey(taskType string) []byte { return q.k.sleepKey(taskType) }
-
 func marshalConfig(lanes int) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.VarintType)
 	return protowire.AppendVarint(b, uint64(lanes))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -279,7 +280,7 @@ func (m *model) claim(rt *rapid.T) {
 		if !bytes.Equal(l.Checkpoint, j.checkpoint) {
 			rt.Fatalf("job %s resumed from checkpoint %q, want %q", l.ID, l.Checkpoint, j.checkpoint)
 		}
-		j.leased, j.token, j.vestAt = true, l.Token(), l.Deadline
+		j.leased, j.token, j.vestAt = true, leasetoken.Of(l), l.Deadline
 		m.held = append(m.held, heldLease{worker: worker, lease: l})
 		worst = max(worst, l.Priority)
 	}
@@ -320,7 +321,7 @@ func (m *model) kill(j *mjob) {
 // current reports whether a held lease is the job's latest one.
 func (m *model) current(h heldLease) bool {
 	j := m.jobs[h.lease.ID]
-	return j != nil && j.state == mPending && j.leased && j.token == h.lease.Token()
+	return j != nil && j.state == mPending && j.leased && j.token == leasetoken.Of(h.lease)
 }
 
 func (m *model) pickHeld(rt *rapid.T) (int, bool) {
