@@ -80,12 +80,17 @@ const (
 	MinLease = 10 * time.Second
 )
 
+// MaxTagLen is FDB's limit on a transaction tag (the client knob
+// MAX_TRANSACTION_TAG_LENGTH; a longer tag fails with tag_too_long), for
+// ClaimOptions.Tag and worker.HandlerOptions.Tag alike.
+const MaxTagLen = 16
+
 // Options configure a Queue. The zero value is usable.
 type Options struct {
 	// Lanes is the number of hash lanes per task type. It is stored in the
-	// database when the queue is first opened, and later opens use the
-	// stored value (a different one here is ignored and logged), since
-	// producers and workers must agree. Default 16.
+	// database when the queue is first opened (16 when zero), since
+	// producers and workers must agree: a later Open with another nonzero
+	// count fails with ErrConfigMismatch, and zero adopts the stored one.
 	Lanes int
 	// Clock is the queue's time; tests inject a clock.Fake. Default real.
 	Clock clock.Clock
@@ -142,9 +147,6 @@ type Retention struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Lanes <= 0 {
-		o.Lanes = 16
-	}
 	o.Clock = clock.Or(o.Clock)
 	if o.MaxLease <= 0 {
 		o.MaxLease = 15 * time.Minute
@@ -180,8 +182,8 @@ func (o Options) validate() error {
 			return fmt.Errorf("%w: TaskTypes[%q].MaxAttempts %d is negative", ErrInvalidOption, t, p.MaxAttempts)
 		}
 	}
-	if o.Lanes > 4096 {
-		return fmt.Errorf("%w: Lanes %d is over 4096", ErrInvalidOption, o.Lanes)
+	if o.Lanes < 0 || o.Lanes > 4096 {
+		return fmt.Errorf("%w: Lanes %d is outside [0, 4096]", ErrInvalidOption, o.Lanes)
 	}
 	if o.MaxLease < MinLease {
 		return fmt.Errorf("%w: MaxLease %v is under the minimum lease %v", ErrInvalidOption, o.MaxLease, MinLease)

@@ -1,6 +1,7 @@
 package quick
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -48,8 +49,8 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 			return err
 		}
 		if v == nil {
-			q.lanes = opts.Lanes
-			tr.Set(q.k.cfg, marshalConfig(opts.Lanes))
+			q.lanes = cmp.Or(opts.Lanes, defaultLanes)
+			tr.Set(q.k.cfg, marshalConfig(q.lanes))
 			return nil
 		}
 		n, err := unmarshalConfig(v)
@@ -62,10 +63,11 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("quick: open queue: %w", err)
 	}
-	if q.lanes != opts.Lanes {
-		opts.Logger.Info("quick: queue was created with another lane count; using the stored one",
-			"stored", q.lanes, "asked", opts.Lanes)
+	if opts.Lanes != 0 && q.lanes != opts.Lanes {
+		return nil, fmt.Errorf("%w: the queue was created with %d lanes, Options.Lanes is %d (set it to 0 to adopt the stored count)",
+			ErrConfigMismatch, q.lanes, opts.Lanes)
 	}
+	q.opts.Lanes = q.lanes
 	return q, nil
 }
 
@@ -90,6 +92,9 @@ func (q *Queue) Options() Options { return q.opts }
 
 // NewID returns a new job ID from the queue's clock.
 func (q *Queue) NewID() ID { return NewID(q.Now()) }
+
+// defaultLanes is the lane count of a queue created with Options.Lanes 0.
+const defaultLanes = 16
 
 func marshalConfig(lanes int) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.VarintType)
