@@ -226,7 +226,7 @@ func TestFailBackoffThenDeadLetterAndRequeue(t *testing.T) {
 	if err := e.q.Fail(e.ctx, l, "still down"); err != nil {
 		t.Fatalf("last fail: %v", err)
 	}
-	page, err := e.q.ListDead(e.ctx, "email", 10, nil)
+	page, err := e.q.ListDead(e.ctx, quick.ListDeadOptions{TaskType: "email", Limit: 10})
 	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != id || page.Jobs[0].LastError != "still down" || string(page.Jobs[0].Payload) != "p" {
 		t.Fatalf("dead letters %+v, %v", page, err)
 	}
@@ -422,7 +422,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 	}
 	res := e.enqueue(t, jobs...)
 	ls := e.claim(t, "w", 3)
-	counts, err := e.q.LaneCounts(e.ctx, "email", 0)
+	counts, err := e.q.LaneCounts(e.ctx, quick.LaneCountsOptions{TaskType: "email", PerRange: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 	}
 	// Paging visits every job once.
 	seen := map[quick.ID]bool{}
-	var after []byte
+	var after quick.Cursor
 	for {
 		p, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", Limit: 4, After: after})
 		if err != nil {
@@ -456,7 +456,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 			}
 			seen[j.ID] = true
 		}
-		if p.Next == nil {
+		if p.Next == "" {
 			break
 		}
 		after = p.Next

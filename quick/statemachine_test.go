@@ -546,7 +546,7 @@ func (m *model) check(rt *rapid.T) {
 			uniques[info.UniqueKey] = info.ID
 		}
 	}
-	dead, err := m.truth.ListDead(m.ctx, smType, 100_000, nil)
+	dead, err := m.truth.ListDead(m.ctx, quick.ListDeadOptions{TaskType: smType, Limit: 100_000})
 	if err != nil {
 		rt.Fatal(err)
 	}

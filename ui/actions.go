@@ -270,9 +270,9 @@ const maxBulkScan = 10 * maxBulk
 // contains errContains, reading at most maxBulkScan of them.
 func requeueDeadPaged(ctx context.Context, q *quick.Queue, taskType, errContains string, limit int) (int, error) {
 	n, scanned := 0, 0
-	var after []byte
+	var after quick.Cursor
 	for n < limit && scanned < maxBulkScan {
-		page, err := q.ListDead(ctx, taskType, 100, after)
+		page, err := q.ListDead(ctx, quick.ListDeadOptions{TaskType: taskType, Limit: 100, After: after})
 		if err != nil {
 			return n, err
 		}
@@ -292,7 +292,7 @@ func requeueDeadPaged(ctx context.Context, q *quick.Queue, taskType, errContains
 			n++
 		}
 		scanned += len(page.Jobs)
-		if page.Next == nil {
+		if page.Next == "" {
 			break
 		}
 		after = page.Next
