@@ -204,7 +204,7 @@ func (e *env) diagnose(taskType string) string {
 			out += fmt.Sprintf("\npending %s: state %v, attempt %d, last error %q", j.ID, info.State, info.Attempt, info.LastError)
 		}
 	}
-	if dead, err := e.q.ListDead(e.ctx, taskType, 5, nil); err == nil {
+	if dead, err := e.q.ListDead(e.ctx, quick.ListDeadOptions{TaskType: taskType, Limit: 5}); err == nil {
 		for _, j := range dead.Jobs {
 			out += fmt.Sprintf("\ndead %s: last error %q", j.ID, j.LastError)
 		}
@@ -267,7 +267,7 @@ func verifyAcceptance(t *testing.T, e *env, sc *script) {
 	if len(completions) != acceptMinutes-1 || len(missing) > 0 || len(doubled) > 0 {
 		t.Fatalf("%d minutes completed, want %d; missing %v, completed more than once %v", len(completions), acceptMinutes-1, missing, doubled)
 	}
-	dead, err := e.q.ListDead(e.ctx, "tick", 10, nil)
+	dead, err := e.q.ListDead(e.ctx, quick.ListDeadOptions{TaskType: "tick", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func verifyAcceptance(t *testing.T, e *env, sc *script) {
 }
 
 // TestAcceptanceChain is the acceptance scenario with the workers played by
-// the test itself through quick's API (claim, AckTx then CompleteTx in one
+// the test itself through quick's API (claim, AckTx then completeTx in one
 // transaction, Fail), four of them in turn; the killed worker is one that
 // claims the run and is never heard of again.
 func TestAcceptanceChain(t *testing.T) {
@@ -373,7 +373,7 @@ func (e *env) runOnce(sc *script, holder string) {
 		case l.Attempt >= l.MaxAttempts:
 			err = e.finish(l, quick.AckDeadLetter, herr.Error(), nil)
 		default:
-			_, err = e.q.Fail(e.ctx, l, herr.Error())
+			err = e.q.Fail(e.ctx, l, herr.Error())
 		}
 		if err != nil && !errors.Is(err, quick.ErrLeaseLost) {
 			e.t.Fatalf("ending %s (minute %d): %v", l.ID, m, err)

@@ -15,8 +15,8 @@ import (
 // how a schedule carries on, and by ensureTx, which starts a chain
 // (Register) or restarts a broken one (Repair).
 
-// Successor is the occurrence scheduled after another finished.
-type Successor struct {
+// successor is the occurrence scheduled after another finished.
+type successor struct {
 	ID quick.ID
 	At time.Time
 	// Duplicate is set when the occurrence was already there (a concurrent
@@ -92,7 +92,7 @@ func isBadDefinition(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInvalidSpec)
 }
 
-// CompleteTx schedules the successor of the occurrence whose job payload is
+// completeTx schedules the successor of the occurrence whose job payload is
 // payload, inside tr: the transaction that completes (or dead-letters) the
 // occurrence's job, current. The completion must already be applied in tr,
 // so that quick's unique key is free; read-your-writes lets EnqueueTx see it
@@ -103,35 +103,37 @@ func isBadDefinition(err error) bool {
 // definition that does not decode or parse schedules nothing either, and
 // the error is returned wrapped in ErrCorrupt or ErrInvalidSpec for the
 // caller to log; it does not fail the transaction's other writes unless the
-// caller chooses so. Handle is the usual caller; CompleteTx is for workers
-// that are not package worker's.
-func CompleteTx(tr kv.Transaction, q *quick.Queue, payload []byte, current quick.ID) (Successor, error) {
+// caller chooses so. Its callers are Handle and HandleTx, and RawHandler
+// for workers that are not package worker's; it is unexported since its
+// one correct use (after the completion, in the same transaction) is what
+// those wrap.
+func completeTx(tr kv.Transaction, q *quick.Queue, payload []byte, current quick.ID) (successor, error) {
 	env, err := unmarshalEnvelope(payload)
 	if err != nil {
-		return Successor{}, err
+		return successor{}, err
 	}
 	return scheduleNextTx(tr, q, env, current)
 }
 
-func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current quick.ID) (Successor, error) {
+func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current quick.ID) (successor, error) {
 	now := q.Now()
 	d, p, found, err := loadTx(tr, q, env.Name, now)
 	if err != nil || !found {
-		return Successor{}, err
+		return successor{}, err
 	}
 	at := successorTime(p, d.MissedRuns, env.ScheduledAt, now)
 	if at.IsZero() {
-		return Successor{}, nil
+		return successor{}, nil
 	}
 	if mutant.On("cron.successor") {
-		return Successor{}, nil // deliberate break: the chain ends here
+		return successor{}, nil // deliberate break: the chain ends here
 	}
 	res, _, err := enqueueTx(tr, q, d, at, env.ScheduledAt, now)
 	if err != nil {
-		return Successor{}, err
+		return successor{}, err
 	}
 	if res.Duplicate && res.ID == current {
-		return Successor{}, fmt.Errorf("%w (schedule %q, job %s)", ErrCompletionOrder, d.Name, current)
+		return successor{}, fmt.Errorf("%w (schedule %q, job %s)", ErrCompletionOrder, d.Name, current)
 	}
 	return res, nil
 }
@@ -142,16 +144,16 @@ func scheduleNextTx(tr kv.Transaction, q *quick.Queue, env envelope, current qui
 // so concurrent callers enqueue the same job at most once; EnqueueTx reads
 // the unique key serializably, so a concurrent completion that enqueued a
 // successor conflicts.
-func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from time.Time) (Successor, quick.ID, error) {
+func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from time.Time) (successor, quick.ID, error) {
 	if d.PrevTaskType != "" {
 		// An occurrence still running under the task type before the last
 		// change holds the chain: its completion enqueues the next.
 		hv, err := tr.Get(holderKey(q, d.PrevTaskType, d.Name)).Get()
 		if err != nil {
-			return Successor{}, quick.ID{}, err
+			return successor{}, quick.ID{}, err
 		}
 		if len(hv) == len(quick.ID{}) {
-			return Successor{ID: quick.ID(hv), Duplicate: true}, quick.ID{}, nil
+			return successor{ID: quick.ID(hv), Duplicate: true}, quick.ID{}, nil
 		}
 	}
 	at := p.next(now)
@@ -159,7 +161,7 @@ func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from
 		at = p.next(from)
 	}
 	if at.IsZero() {
-		return Successor{}, quick.ID{}, nil
+		return successor{}, quick.ID{}, nil
 	}
 	// Recording from as After lets a later change carry on after it too.
 	return enqueueTx(tr, q, d, at, from, now)
@@ -178,23 +180,23 @@ func ensureTx(tr kv.Transaction, q *quick.Queue, d definition, p plan, now, from
 // instead. Safety does not depend on the ID: EnqueueTx reads the unique key
 // serializably, so of two transactions enqueueing an occurrence of the
 // schedule one conflicts and then finds the other's.
-func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, after, now time.Time) (Successor, quick.ID, error) {
+func enqueueTx(tr kv.Transaction, q *quick.Queue, d definition, at, after, now time.Time) (successor, quick.ID, error) {
 	job := occurrenceJob(q, d, at, after, now)
 	res, err := q.EnqueueTx(tr, job)
 	if err != nil {
-		return Successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)
+		return successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)
 	}
 	if res[0].Duplicate && res[0].ID == job.ID {
 		hv, err := tr.Get(holderKey(q, d.TaskType, d.Name)).Get()
 		if err != nil {
-			return Successor{}, job.ID, err
+			return successor{}, job.ID, err
 		}
 		if len(hv) != len(job.ID) || quick.ID(hv) != job.ID {
 			job.ID = quick.NewID(now)
 			if res, err = q.EnqueueTx(tr, job); err != nil {
-				return Successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)
+				return successor{}, job.ID, fmt.Errorf("cron: schedule %q: enqueue the occurrence at %v: %w", d.Name, at, err)
 			}
 		}
 	}
-	return Successor{ID: res[0].ID, At: at, Duplicate: res[0].Duplicate}, job.ID, nil
+	return successor{ID: res[0].ID, At: at, Duplicate: res[0].Duplicate}, job.ID, nil
 }

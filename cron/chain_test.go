@@ -55,14 +55,14 @@ func TestCompletionAndSuccessorCommitTogether(t *testing.T) {
 
 // TestSuccessorNeedsTheCompletionFirst: enqueued before the completion in
 // the transaction, the successor would find the unique key still held by
-// the occurrence itself; CompleteTx reports it instead of losing the chain.
+// the occurrence itself; completeTx reports it instead of losing the chain.
 func TestSuccessorNeedsTheCompletionFirst(t *testing.T) {
 	e := newEnv(t, nil)
 	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick"})
 	e.clk.Advance(time.Minute)
 	l := e.claim("tick", "w1")[0]
 	err := e.q.DB().Transact(e.ctx, func(tr kv.Transaction) error {
-		if _, err := CompleteTx(tr, e.q, l.Payload, l.ID); err != nil {
+		if _, err := completeTx(tr, e.q, l.Payload, l.ID); err != nil {
 			return err
 		}
 		_, err := e.q.AckTx(tr, quick.Ack{Lease: l, Kind: quick.AckComplete})

@@ -103,7 +103,7 @@ func (e *env) claim(taskType, holder string) []quick.Lease {
 
 // finish ends a leased occurrence as package worker's CompleteWith and
 // DeadLetterWith do, but completing before scheduling: the ack and
-// CompleteTx in one transaction, a retry after an unknown commit that finds
+// completeTx in one transaction, a retry after an unknown commit that finds
 // the lease gone checking whether it was its own commit. extra runs in the
 // same transaction, after both.
 func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra func(kv.Transaction) error) error {
@@ -116,13 +116,13 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 	err = kv.Retry(e.ctx, cw, func(tr kv.Transaction) error {
 		lost = nil
 		res, err := e.q.AckTx(tr, quick.Ack{Lease: l, Kind: kind, Error: reason})
-		if err != nil {
+		if len(res) == 0 {
 			return err
 		}
 		if lost = res[0].Err; lost != nil {
 			return lost
 		}
-		if _, err := CompleteTx(tr, e.q, l.Payload, l.ID); err != nil && !isBadDefinition(err) {
+		if _, err := completeTx(tr, e.q, l.Payload, l.ID); err != nil && !isBadDefinition(err) {
 			return err
 		}
 		if extra != nil {
@@ -161,7 +161,7 @@ func (e *env) runDue(taskType, holder string, h func(Occurrence) error) []Occurr
 		case l.Attempt >= l.MaxAttempts:
 			err = e.finish(l, quick.AckDeadLetter, herr.Error(), nil)
 		default:
-			_, err = e.q.Fail(e.ctx, l, herr.Error())
+			err = e.q.Fail(e.ctx, l, herr.Error())
 		}
 		if err != nil {
 			e.t.Fatalf("ending %s (%v): %v", l.ID, occ.ScheduledAt, err)

@@ -23,8 +23,8 @@ var (
 	// ErrCompletionOrder means the transaction that completes an occurrence
 	// had not completed it yet when the successor was enqueued: the
 	// occurrence still held the schedule's unique key, so the successor
-	// would have been lost. It is a bug in the caller of CompleteTx (the
-	// worker), reported rather than breaking the chain silently.
+	// would have been lost. It is a bug in the caller of completeTx (the
+	// handler wrapper), reported rather than breaking the chain silently.
 	ErrCompletionOrder = errors.New("cron: successor enqueued before the occurrence was completed in the same transaction")
 )
 

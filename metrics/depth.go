@@ -202,7 +202,7 @@ func (r *DepthReporter) measure(ctx context.Context) ([]depthSample, error) {
 	}
 	out := make([]depthSample, 0, len(types))
 	for _, t := range types {
-		ls, err := q.LaneCounts(ctx, t, r.o.Budget)
+		ls, err := q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: r.o.Budget})
 		if err != nil {
 			return nil, err
 		}

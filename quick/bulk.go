@@ -57,7 +57,7 @@ func (q *Queue) CancelMatching(ctx context.Context, f Filter, limit int) (int, e
 		limit = 10_000
 	}
 	done := 0
-	var after []byte
+	var after Cursor
 	for done < limit {
 		page, err := q.List(ctx, ListOptions{TaskType: f.TaskType, State: f.State, Limit: min(BulkBatch, limit-done), After: after})
 		if err != nil {
@@ -76,7 +76,7 @@ func (q *Queue) CancelMatching(ctx context.Context, f Filter, limit int) (int, e
 		if err != nil {
 			return done, err
 		}
-		if page.Next == nil {
+		if page.Next == "" {
 			break
 		}
 		after = page.Next
@@ -143,9 +143,9 @@ func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, limit int) (i
 		limit = 10_000
 	}
 	done := 0
-	var after []byte
+	var after Cursor
 	for done < limit {
-		page, err := q.ListDead(ctx, f.TaskType, min(BulkBatch, limit-done), after)
+		page, err := q.ListDead(ctx, ListDeadOptions{TaskType: f.TaskType, Limit: min(BulkBatch, limit-done), After: after})
 		if err != nil {
 			return done, fmt.Errorf("quick: requeue matching: %w", err)
 		}
@@ -176,7 +176,7 @@ func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, limit int) (i
 			}
 			done += n
 		}
-		if page.Next == nil {
+		if page.Next == "" {
 			break
 		}
 		after = page.Next

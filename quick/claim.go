@@ -34,7 +34,7 @@ type ClaimOptions struct {
 	// BatchPriority runs the claim at FDB's batch priority, so a loaded
 	// cluster sheds queue work before the application's own transactions.
 	BatchPriority bool
-	// Tag is an FDB throttling tag for the claim (at most 255 bytes).
+	// Tag is an FDB throttling tag for the claim (at most MaxTagLen bytes).
 	Tag string
 }
 
@@ -83,8 +83,8 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
-	if len(o.Tag) > 255 {
-		return o, fmt.Errorf("%w: tag %q is over 255 bytes", ErrInvalidOption, o.Tag)
+	if len(o.Tag) > MaxTagLen {
+		return o, fmt.Errorf("%w: tag %q is over %d bytes", ErrInvalidOption, o.Tag, MaxTagLen)
 	}
 	if o.Lanes == nil {
 		o.Lanes = make([]int, q.lanes)
@@ -223,7 +223,9 @@ func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Dur
 	for i, l := range ls {
 		acks[i] = Ack{Lease: l, Kind: AckRelease}
 	}
-	if _, err := q.Ack(rctx, acks...); err != nil {
+	// Lost leases are expected (the claim may not have committed); only a
+	// failed transaction leaves leases to lapse.
+	if res, err := q.Ack(rctx, acks...); err != nil && len(res) < len(acks) {
 		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
 			"jobs", len(ls), "err", err)
 	}

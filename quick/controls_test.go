@@ -100,7 +100,7 @@ func TestCancelMatching(t *testing.T) {
 	if perCommit := float64(cost.Mutations) / float64(cost.Commits); perCommit > 6*quick.BulkBatch {
 		t.Errorf("%.0f mutations per commit: batches not bounded", perCommit)
 	}
-	st, err := e.q.LaneCounts(e.ctx, "email", 1000)
+	st, err := e.q.LaneCounts(e.ctx, quick.LaneCountsOptions{TaskType: "email", PerRange: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,26 +13,44 @@ import (
 // DeadPage is a page of dead letters, oldest first.
 type DeadPage struct {
 	Jobs []JobInfo
-	// Next resumes the listing; nil at the end.
-	Next []byte
+	// Next resumes the listing; empty at the end.
+	Next Cursor
+}
+
+// ListDeadOptions select dead letters to list.
+type ListDeadOptions struct {
+	TaskType string
+	// Limit is the most jobs returned; default 100.
+	Limit int
+	// After resumes a listing: pass the previous page's Next.
+	After Cursor
 }
 
 // ListDead lists a task type's dead letters, oldest first, with payloads.
 //
 // Keys: a range read of S(1,"d",type) and a point read of each job's record.
-func (q *Queue) ListDead(ctx context.Context, taskType string, limit int, after []byte) (DeadPage, error) {
+func (q *Queue) ListDead(ctx context.Context, opts ListDeadOptions) (DeadPage, error) {
+	taskType, limit := opts.TaskType, opts.Limit
 	if err := validTaskType(taskType); err != nil {
 		return DeadPage{}, err
 	}
 	if limit <= 0 {
 		limit = 100
 	}
+	prefix := q.k.dead.Sub(taskType).Bytes()
+	after, err := opts.After.key(cursorDead, taskType, prefix)
+	if err != nil {
+		return DeadPage{}, err
+	}
 	var page DeadPage
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err = q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		page = DeadPage{}
 		snap := tr.Snapshot()
 		r := rangeOf(q.k.dead.Sub(taskType))
 		if after != nil {
+			if string(after) >= string(r.End) {
+				return nil // a forged cursor past the end: nothing follows it
+			}
 			r.Begin = kv.KeyAfter(after)
 		}
 		kvs, err := snap.GetRange(r, kv.RangeOptions{Limit: limit + 1}).GetSliceWithError()
@@ -41,7 +59,7 @@ func (q *Queue) ListDead(ctx context.Context, taskType string, limit int, after 
 		}
 		if len(kvs) > limit {
 			kvs = kvs[:limit]
-			page.Next = kvs[limit-1].Key
+			page.Next = makeCursor(cursorDead, taskType, prefix, kvs[limit-1].Key)
 		}
 		ids := make([]ID, 0, len(kvs))
 		for _, p := range kvs {

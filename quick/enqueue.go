@@ -82,6 +82,9 @@ func (q *Queue) prepare(now time.Time, in NewJob) (job, error) {
 	}
 	if in.MaxAttempts == 0 {
 		j.MaxAttempts = q.opts.MaxAttempts
+		if k := q.opts.TaskTypes[in.TaskType].MaxAttempts; k > 0 {
+			j.MaxAttempts = k
+		}
 	}
 	if len(in.UniqueKey) > MaxUniqueKeyLen {
 		return j, fmt.Errorf("%w: unique key of %d bytes, over %d", ErrInvalidOption, len(in.UniqueKey), MaxUniqueKeyLen)

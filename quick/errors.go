@@ -17,6 +17,11 @@ var (
 	ErrTooLarge        = errors.New("quick: value too large")
 )
 
+// ErrConfigMismatch means Options disagree with what the queue stored when
+// it was created (its lane count): producers and workers must agree, so
+// Open refuses rather than drift. Open with Lanes 0 to adopt the stored one.
+var ErrConfigMismatch = errors.New("quick: options disagree with the stored queue config")
+
 // ErrNotFound is returned for a job ID the queue does not hold.
 var ErrNotFound = errors.New("quick: job not found")
 

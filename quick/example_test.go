@@ -30,7 +30,7 @@ func ExampleQueue_InsertTx() {
 	id := quick.NewID(time.Now()) // once, outside the retry loop
 	err = db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set([]byte("users/42"), []byte(`{"email":"ada@example.com"}`))
-		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{ID: id})
+		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, &quick.InsertOpts{ID: id})
 		return err
 	})
 	if err != nil {

@@ -263,14 +263,14 @@ type ListOptions struct {
 	// Limit is the most jobs returned; default 100.
 	Limit int
 	// After resumes a listing: pass the previous page's Next.
-	After []byte
+	After Cursor
 }
 
 // JobPage is a page of a listing.
 type JobPage struct {
 	Jobs []JobInfo
-	// Next resumes the listing; nil at the end.
-	Next []byte
+	// Next resumes the listing; empty at the end.
+	Next Cursor
 }
 
 // List lists a task type's scheduled, ready and leased jobs, lane by lane,
@@ -285,6 +285,11 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 100
 	}
+	prefix := q.k.sched.Sub(opts.TaskType).Bytes()
+	after, err := opts.After.key(cursorList, opts.TaskType, prefix)
+	if err != nil {
+		return JobPage{}, err
+	}
 	lanes := opts.Lanes
 	if lanes == nil {
 		for l := 0; l < q.lanes; l++ {
@@ -292,7 +297,7 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 		}
 	}
 	var page JobPage
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err = q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		page = JobPage{}
 		var lastKey []byte
 		nowMs := q.Now().UnixMilli()
@@ -300,12 +305,12 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 		for _, lane := range lanes {
 			for _, p := range priorities {
 				r := q.k.laneRange(opts.TaskType, lane, p)
-				if opts.After != nil {
-					if string(opts.After) >= string(r.End) {
+				if after != nil {
+					if string(after) >= string(r.End) {
 						continue
 					}
-					if string(opts.After) >= string(r.Begin) {
-						r.Begin = kv.KeyAfter(opts.After)
+					if string(after) >= string(r.Begin) {
+						r.Begin = kv.KeyAfter(after)
 					}
 				}
 				it := snap.GetRange(r, kv.RangeOptions{Limit: opts.Limit + 1}).Iterator()
@@ -315,7 +320,7 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 						return err
 					}
 					if len(page.Jobs) == opts.Limit {
-						page.Next = lastKey
+						page.Next = makeCursor(cursorList, opts.TaskType, prefix, lastKey)
 						return nil
 					}
 					sk, err := q.k.parseSched(kvp.Key)
@@ -360,13 +365,22 @@ type LaneStats struct {
 	Exact bool
 }
 
+// LaneCountsOptions select what LaneCounts scans.
+type LaneCountsOptions struct {
+	TaskType string
+	// PerRange bounds each range read (one per lane and priority); default
+	// 1,000.
+	PerRange int
+}
+
 // LaneCounts counts each lane's jobs with one bounded range read per lane
 // and priority, all in flight at once. No counter can track "ready", since
 // it changes with the clock; so counts come from scans of at most perRange
 // keys each (default 1,000), labelled inexact when a scan was cut short.
 // A queue of 100,000 jobs in 16 lanes costs 48 range reads and at most
 // 48 × perRange keys read.
-func (q *Queue) LaneCounts(ctx context.Context, taskType string, perRange int) ([]LaneStats, error) {
+func (q *Queue) LaneCounts(ctx context.Context, opts LaneCountsOptions) ([]LaneStats, error) {
+	taskType, perRange := opts.TaskType, opts.PerRange
 	if err := validTaskType(taskType); err != nil {
 		return nil, err
 	}

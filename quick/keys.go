@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -45,8 +46,6 @@ type keys struct {
 	quar  tuple.Subspace
 	quarN []byte
 	types tuple.Subspace
-	wake  tuple.Subspace
-	sleep tuple.Subspace
 	cfg   []byte
 }
 
@@ -65,8 +64,6 @@ func newKeys(space tuple.Subspace) keys {
 		quar:  root.Sub("x"),
 		quarN: root.Pack(tuple.Tuple{"xn"}),
 		types: root.Sub("t"),
-		wake:  root.Sub("wake"),
-		sleep: root.Sub("sleep"),
 		cfg:   root.Pack(tuple.Tuple{"cfg"}),
 	}
 }
@@ -157,8 +154,10 @@ func (k keys) deadKey(taskType string, deadMs int64, id ID) []byte {
 }
 func (k keys) deadCountKey(taskType string) []byte { return k.deadN.Pack(tuple.Tuple{taskType}) }
 func (k keys) typeKey(taskType string) []byte      { return k.types.Pack(tuple.Tuple{taskType}) }
-func (k keys) wakeKey(taskType string) []byte      { return k.wake.Pack(tuple.Tuple{taskType}) }
-func (k keys) sleepKey(taskType string) []byte     { return k.sleep.Pack(tuple.Tuple{taskType}) }
+
+// The sleep/wake keys are shared with worker through internal/wake.
+func (k keys) wakeKey(taskType string) []byte  { return wake.WakeKey(k.root, taskType) }
+func (k keys) sleepKey(taskType string) []byte { return wake.SleepKey(k.root, taskType) }
 
 func rangeOf(s tuple.Subspace) kv.KeyRange {
 	b, e := s.Range()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
@@ -42,8 +43,9 @@ type Lease struct {
 	sv   schedValue
 }
 
-// Token returns the lease token (for logs and tests).
-func (l Lease) Token() uint64 { return l.sv.Token }
+// The token stays unexported; worker and the internal tools read it
+// through internal/leasetoken.
+func init() { leasetoken.Of = func(l any) uint64 { return l.(Lease).sv.Token } }
 
 // Lane returns the lane the job's schedule key is in now.
 func (l Lease) Lane() int { return l.lane }
@@ -107,7 +109,10 @@ type AckResult struct {
 // AckTx applies acks inside the caller's transaction, so a handler whose work
 // is FDB writes completes its job in the same transaction as that work: the
 // effect and the completion commit together or not at all. A lost lease
-// fails only its own ack (AckResult.Err); the others still apply.
+// fails only its own ack (AckResult.Err); the others still apply, and the
+// error returned joins every lost lease's *LeaseLostError (errors.Is(err,
+// ErrLeaseLost)) next to the complete results, so a caller that checks only
+// the error still learns of them. Any other error comes with no results.
 //
 // Keys: reads S(1,"s",...) of each lease (serializable: a concurrent claim of
 // the same job conflicts); for AckFail, AckSnooze, AckRelease and
@@ -121,7 +126,31 @@ func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
 			return nil, fmt.Errorf("quick: ack %d: %w", i, err)
 		}
 	}
-	return q.ackTx(tr, q.plan(acks), nil)
+	res, err := q.ackTx(tr, q.plan(acks), nil)
+	if err != nil {
+		return nil, err
+	}
+	return res, lostLeases(res)
+}
+
+// lostLeases joins the lost leases of results, each with its ack's index;
+// nil when none was lost.
+func lostLeases(res []AckResult) error {
+	var errs []error
+	for i, r := range res {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("quick: ack %d: %w", i, r.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backoff is the retry delay of a job of taskType that failed on attempt.
+func (q *Queue) backoff(taskType string, attempt int) time.Duration {
+	if b := q.opts.TaskTypes[taskType].Backoff; b != nil {
+		return b(attempt)
+	}
+	return q.opts.Backoff(attempt)
 }
 
 // plannedAck is an ack with its outcome fixed before the retry loop: where a
@@ -141,7 +170,7 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 		case AckFail:
 			d := a.Delay
 			if d <= 0 {
-				d = q.opts.Backoff(a.Lease.Attempt)
+				d = q.backoff(a.Lease.TaskType, a.Lease.Attempt)
 			}
 			p.runAt = now.Add(d)
 		case AckSnooze:
@@ -403,9 +432,12 @@ func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID
 // under FDB's limits: at most ackBatch acks and about ackBatchBytes of
 // mutations a transaction (an ack that rewrites the record counts its
 // payload; see ackCost). Releases at shutdown take the same path. It returns
-// one result per ack; a lost lease fails only its own ack. If a later
-// transaction fails, the results of the earlier ones are returned with the
-// error: those acks applied.
+// one result per ack; a lost lease fails only its own ack (AckResult.Err)
+// and, when every transaction committed, the error returned joins the lost
+// leases' *LeaseLostError (errors.Is(err, ErrLeaseLost)) next to the
+// complete results: a lost lease cannot pass unnoticed. If a transaction
+// fails, the results of the earlier ones are returned with its error (fewer
+// results than acks): those acks applied.
 func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 	for i, a := range acks {
 		if err := q.checkAck(a); err != nil {
@@ -435,7 +467,7 @@ func (q *Queue) Ack(ctx context.Context, acks ...Ack) ([]AckResult, error) {
 		out = append(out, res...)
 		start = end
 	}
-	return out, nil
+	return out, lostLeases(out)
 }
 
 // Bounds of one ack transaction: at most ackBatch acks and ackBatchBytes of
@@ -481,28 +513,33 @@ func (q *Queue) Complete(ctx context.Context, l Lease) error {
 	return q.ackOne(ctx, Ack{Lease: l, Kind: AckComplete})
 }
 
-// CompleteTx deletes a finished job inside the caller's transaction.
+// CompleteTx deletes a finished job inside the caller's transaction. A
+// lost lease is its error (a *LeaseLostError), and the caller's transaction
+// should not commit its own effects as the job's.
 func (q *Queue) CompleteTx(tr kv.Transaction, l Lease) error {
-	res, err := q.AckTx(tr, Ack{Lease: l, Kind: AckComplete})
-	if err != nil {
-		return err
-	}
-	return res[0].Err
+	return q.ackOneTx(tr, Ack{Lease: l, Kind: AckComplete})
 }
 
-// Fail records a failed attempt: the job runs again after a backoff, or goes
-// to the dead letters if it has spent its attempts. It reports which.
-func (q *Queue) Fail(ctx context.Context, l Lease, errText string) (dead bool, err error) {
-	res, err := q.Ack(ctx, Ack{Lease: l, Kind: AckFail, Error: errText})
-	if err != nil {
-		return false, err
-	}
-	return res[0].Dead, res[0].Err
+// Fail records a failed attempt: the job runs again after its kind's
+// backoff, or goes to the dead letters if it has spent its attempts
+// (Get tells which). A lost lease is its error (a *LeaseLostError).
+func (q *Queue) Fail(ctx context.Context, l Lease, errText string) error {
+	return q.ackOne(ctx, Ack{Lease: l, Kind: AckFail, Error: errText})
+}
+
+// FailTx is Fail inside the caller's transaction.
+func (q *Queue) FailTx(tr kv.Transaction, l Lease, errText string) error {
+	return q.ackOneTx(tr, Ack{Lease: l, Kind: AckFail, Error: errText})
 }
 
 // Snooze runs the job again after d without spending an attempt.
 func (q *Queue) Snooze(ctx context.Context, l Lease, d time.Duration) error {
 	return q.ackOne(ctx, Ack{Lease: l, Kind: AckSnooze, Delay: d})
+}
+
+// SnoozeTx is Snooze inside the caller's transaction.
+func (q *Queue) SnoozeTx(tr kv.Transaction, l Lease, d time.Duration) error {
+	return q.ackOneTx(tr, Ack{Lease: l, Kind: AckSnooze, Delay: d})
 }
 
 // Release hands the job back to run now, without spending an attempt, as a
@@ -516,12 +553,26 @@ func (q *Queue) DeadLetter(ctx context.Context, l Lease, reason string) error {
 	return q.ackOne(ctx, Ack{Lease: l, Kind: AckDeadLetter, Error: reason})
 }
 
+// DeadLetterTx is DeadLetter inside the caller's transaction.
+func (q *Queue) DeadLetterTx(tr kv.Transaction, l Lease, reason string) error {
+	return q.ackOneTx(tr, Ack{Lease: l, Kind: AckDeadLetter, Error: reason})
+}
+
+// ackOne applies one ack; its lost lease is the error itself.
 func (q *Queue) ackOne(ctx context.Context, a Ack) error {
 	res, err := q.Ack(ctx, a)
-	if err != nil {
-		return err
+	if len(res) == 1 && res[0].Err != nil {
+		return res[0].Err
 	}
-	return res[0].Err
+	return err
+}
+
+func (q *Queue) ackOneTx(tr kv.Transaction, a Ack) error {
+	res, err := q.AckTx(tr, a)
+	if len(res) == 1 && res[0].Err != nil {
+		return res[0].Err
+	}
+	return err
 }
 
 // Extend moves the lease's deadline to now + d and returns the new lease.

@@ -3,6 +3,7 @@ package quick
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
@@ -81,12 +82,18 @@ const (
 	MinLease = 10 * time.Second
 )
 
+// MaxTagLen is FDB's limit on a transaction tag (the client knob
+// MAX_TRANSACTION_TAG_LENGTH, 255 in release-7.3's ClientKnobs.cpp, pinned
+// by the kv conformance suite; a longer tag fails with tag_too_long), for
+// ClaimOptions.Tag and worker.HandlerOptions.Tag alike.
+const MaxTagLen = 255
+
 // Options configure a Queue. The zero value is usable.
 type Options struct {
 	// Lanes is the number of hash lanes per task type. It is stored in the
-	// database when the queue is first opened, and later opens use the
-	// stored value (a different one here is ignored and logged), since
-	// producers and workers must agree. Default 16.
+	// database when the queue is first opened (16 when zero), since
+	// producers and workers must agree: a later Open with another nonzero
+	// count fails with ErrConfigMismatch, and zero adopts the stored one.
 	Lanes int
 	// Clock is the queue's time; tests inject a clock.Fake. Default real.
 	Clock clock.Clock
@@ -99,17 +106,20 @@ type Options struct {
 	IdempotencyWindow time.Duration
 	// MaxAttempts is the default for jobs that set none. Default 25.
 	MaxAttempts int
-	// Backoff computes the delay before retrying a failed job. Default
-	// DefaultBackoff.
+	// Backoff computes the delay before retrying a failed job that failed
+	// on attempt (1 for its first run). Default DefaultBackoff, capped at
+	// 10 minutes.
 	Backoff func(attempt int) time.Duration
+	// TaskTypes holds per-task-type policy, over MaxAttempts and Backoff.
+	TaskTypes map[string]TaskTypeOptions
 	// DeadRetention bounds the dead letters kept per task type.
 	DeadRetention Retention
 	// Logger receives the queue's logs. Default slog.Default().
 	Logger *slog.Logger
 	// DisableWakeOnEnqueue stops enqueue from waking idle workers. By
 	// default an enqueue of a job that vests now makes one read of its task
-	// type's sleep key (SleepKey), alongside its other reads, and adds one
-	// atomic add to the wake key (WakeKey) only when a worker sleeps on it.
+	// type's sleep key (internal/wake), alongside its other reads, and adds one
+	// atomic add to the wake key only when a worker sleeps on it.
 	// The read is serializable on purpose: a worker that registers its sleep
 	// meanwhile makes the enqueue conflict and retry, now waking it, where a
 	// snapshot read would miss it. With it set, workers find new jobs by
@@ -126,6 +136,16 @@ type Options struct {
 	OutcomeRetention time.Duration
 }
 
+// TaskTypeOptions are the retry policy of one task type; a zero field
+// falls back to the queue's Options.
+type TaskTypeOptions struct {
+	// MaxAttempts is the default for the type's jobs that set none (the
+	// order: the job's own, then this, then Options.MaxAttempts).
+	MaxAttempts int
+	// Backoff computes the delay before retrying the type's failed jobs.
+	Backoff func(attempt int) time.Duration
+}
+
 // Retention bounds dead letters by age and count; zero means no bound.
 type Retention struct {
 	MaxAge   time.Duration
@@ -133,9 +153,6 @@ type Retention struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Lanes <= 0 {
-		o.Lanes = 16
-	}
 	o.Clock = clock.Or(o.Clock)
 	if o.MaxLease <= 0 {
 		o.MaxLease = 15 * time.Minute
@@ -152,6 +169,7 @@ func (o Options) withDefaults() Options {
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
 	}
+	o.TaskTypes = maps.Clone(o.TaskTypes) // the caller may reuse its map
 	if o.DeadRetention == (Retention{}) {
 		o.DeadRetention = Retention{MaxAge: 7 * 24 * time.Hour, MaxCount: 10_000}
 	}
@@ -162,8 +180,16 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	if o.Lanes > 4096 {
-		return fmt.Errorf("%w: Lanes %d is over 4096", ErrInvalidOption, o.Lanes)
+	for t, p := range o.TaskTypes {
+		if err := validTaskType(t); err != nil {
+			return fmt.Errorf("%w: TaskTypes: %w", ErrInvalidOption, err)
+		}
+		if p.MaxAttempts < 0 {
+			return fmt.Errorf("%w: TaskTypes[%q].MaxAttempts %d is negative", ErrInvalidOption, t, p.MaxAttempts)
+		}
+	}
+	if o.Lanes < 0 || o.Lanes > 4096 {
+		return fmt.Errorf("%w: Lanes %d is outside [0, 4096]", ErrInvalidOption, o.Lanes)
 	}
 	if o.MaxLease < MinLease {
 		return fmt.Errorf("%w: MaxLease %v is under the minimum lease %v", ErrInvalidOption, o.MaxLease, MinLease)

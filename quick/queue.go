@@ -1,6 +1,7 @@
 package quick
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -48,8 +49,8 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 			return err
 		}
 		if v == nil {
-			q.lanes = opts.Lanes
-			tr.Set(q.k.cfg, marshalConfig(opts.Lanes))
+			q.lanes = cmp.Or(opts.Lanes, defaultLanes)
+			tr.Set(q.k.cfg, marshalConfig(q.lanes))
 			return nil
 		}
 		n, err := unmarshalConfig(v)
@@ -62,10 +63,11 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("quick: open queue: %w", err)
 	}
-	if q.lanes != opts.Lanes {
-		opts.Logger.Info("quick: queue was created with another lane count; using the stored one",
-			"stored", q.lanes, "asked", opts.Lanes)
+	if opts.Lanes != 0 && q.lanes != opts.Lanes {
+		return nil, fmt.Errorf("%w: the queue was created with %d lanes, Options.Lanes is %d (set it to 0 to adopt the stored count)",
+			ErrConfigMismatch, q.lanes, opts.Lanes)
 	}
+	q.opts.Lanes = q.lanes
 	return q, nil
 }
 
@@ -91,18 +93,8 @@ func (q *Queue) Options() Options { return q.opts }
 // NewID returns a new job ID from the queue's clock.
 func (q *Queue) NewID() ID { return NewID(q.Now()) }
 
-// WakeKey is the key idle workers of a task type watch. An enqueue adds 1
-// to it (an atomic add, which conflicts with nothing) when a job it writes
-// vests at once and SleepKey says a worker sleeps; see
-// Options.DisableWakeOnEnqueue.
-func (q *Queue) WakeKey(taskType string) []byte { return q.k.wakeKey(taskType) }
-
-// SleepKey holds, as a little-endian unsigned count of Unix milliseconds,
-// the latest time until which an idle worker of the task type sleeps on
-// WakeKey's watch. Workers raise it with an atomic max before they sleep and
-// never lower it: a worker that crashed asleep stops counting when its
-// sleep would have ended, with no cleanup.
-func (q *Queue) SleepKey(taskType string) []byte { return q.k.sleepKey(taskType) }
+// defaultLanes is the lane count of a queue created with Options.Lanes 0.
+const defaultLanes = 16
 
 func marshalConfig(lanes int) []byte {
 	b := protowire.AppendTag(nil, 1, protowire.VarintType)

@@ -153,7 +153,7 @@ func TestExpiredLeaseIsTakenOverAndOldHolderLocked(t *testing.T) {
 	}
 	for name, op := range map[string]func() error{
 		"complete": func() error { return e.q.Complete(e.ctx, old) },
-		"fail":     func() error { _, err := e.q.Fail(e.ctx, old, "x"); return err },
+		"fail":     func() error { return e.q.Fail(e.ctx, old, "x") },
 		"snooze":   func() error { return e.q.Snooze(e.ctx, old, time.Minute) },
 		"release":  func() error { return e.q.Release(e.ctx, old) },
 		"extend":   func() error { _, err := e.q.Extend(e.ctx, old, time.Minute); return err },
@@ -209,9 +209,11 @@ func TestFailBackoffThenDeadLetterAndRequeue(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	id := e.enqueue(t, quick.NewJob{TaskType: "email", MaxAttempts: 2, Payload: []byte("p")})[0].ID
 	l := e.claim(t, "w", 1)[0]
-	dead, err := e.q.Fail(e.ctx, l, "smtp down")
-	if err != nil || dead {
-		t.Fatalf("first fail: dead=%v err=%v", dead, err)
+	if err := e.q.Fail(e.ctx, l, "smtp down"); err != nil {
+		t.Fatalf("first fail: %v", err)
+	}
+	if info, _ := e.q.Get(e.ctx, id); info.State != quick.StateScheduled {
+		t.Fatalf("after the first fail %+v, want scheduled", info)
 	}
 	if got := e.claim(t, "w", 1); len(got) != 0 {
 		t.Fatal("a failed job ran again before its backoff")
@@ -221,11 +223,10 @@ func TestFailBackoffThenDeadLetterAndRequeue(t *testing.T) {
 	if l.Attempt != 2 || l.LastError != "smtp down" {
 		t.Fatalf("retry lease %+v", l)
 	}
-	dead, err = e.q.Fail(e.ctx, l, "still down")
-	if err != nil || !dead {
-		t.Fatalf("last fail: dead=%v err=%v", dead, err)
+	if err := e.q.Fail(e.ctx, l, "still down"); err != nil {
+		t.Fatalf("last fail: %v", err)
 	}
-	page, err := e.q.ListDead(e.ctx, "email", 10, nil)
+	page, err := e.q.ListDead(e.ctx, quick.ListDeadOptions{TaskType: "email", Limit: 10})
 	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != id || page.Jobs[0].LastError != "still down" || string(page.Jobs[0].Payload) != "p" {
 		t.Fatalf("dead letters %+v, %v", page, err)
 	}
@@ -421,7 +422,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 	}
 	res := e.enqueue(t, jobs...)
 	ls := e.claim(t, "w", 3)
-	counts, err := e.q.LaneCounts(e.ctx, "email", 0)
+	counts, err := e.q.LaneCounts(e.ctx, quick.LaneCountsOptions{TaskType: "email", PerRange: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +444,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 	}
 	// Paging visits every job once.
 	seen := map[quick.ID]bool{}
-	var after []byte
+	var after quick.Cursor
 	for {
 		p, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", Limit: 4, After: after})
 		if err != nil {
@@ -455,7 +456,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 			}
 			seen[j.ID] = true
 		}
-		if p.Next == nil {
+		if p.Next == "" {
 			break
 		}
 		after = p.Next
@@ -509,7 +510,7 @@ func TestPurgeMarkersAndDead(t *testing.T) {
 	e := newEnv(t, quick.Options{IdempotencyWindow: time.Hour})
 	id := e.enqueue(t, quick.NewJob{TaskType: "email", MaxAttempts: 1})[0].ID
 	l := e.claim(t, "w", 1)[0]
-	if _, err := e.q.Fail(e.ctx, l, "boom"); err != nil {
+	if err := e.q.Fail(e.ctx, l, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Advance(2 * time.Hour)
@@ -569,7 +570,7 @@ func TestPoisonJobDeadLetteredAfterCrashes(t *testing.T) {
 
 func TestArgsRoundTrip(t *testing.T) {
 	e := newEnv(t, quick.Options{})
-	if _, err := e.q.Insert(e.ctx, emailArgs{To: "a@b.c"}, quick.NewJob{}); err != nil {
+	if _, err := e.q.Insert(e.ctx, emailArgs{To: "a@b.c"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	l := e.claim(t, "w", 1)[0]

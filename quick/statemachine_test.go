@@ -14,6 +14,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -279,7 +280,7 @@ func (m *model) claim(rt *rapid.T) {
 		if !bytes.Equal(l.Checkpoint, j.checkpoint) {
 			rt.Fatalf("job %s resumed from checkpoint %q, want %q", l.ID, l.Checkpoint, j.checkpoint)
 		}
-		j.leased, j.token, j.vestAt = true, l.Token(), l.Deadline
+		j.leased, j.token, j.vestAt = true, leasetoken.Of(l), l.Deadline
 		m.held = append(m.held, heldLease{worker: worker, lease: l})
 		worst = max(worst, l.Priority)
 	}
@@ -320,7 +321,7 @@ func (m *model) kill(j *mjob) {
 // current reports whether a held lease is the job's latest one.
 func (m *model) current(h heldLease) bool {
 	j := m.jobs[h.lease.ID]
-	return j != nil && j.state == mPending && j.leased && j.token == h.lease.Token()
+	return j != nil && j.state == mPending && j.leased && j.token == leasetoken.Of(h.lease)
 }
 
 func (m *model) pickHeld(rt *rapid.T) (int, bool) {
@@ -343,7 +344,7 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 		a := quick.Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second}
 		now := m.clk.Now()
 		res, err := m.q.Ack(m.ctx, a)
-		if err != nil {
+		if len(res) != 1 {
 			rt.Fatalf("%s: %v", kind, err)
 		}
 		m.dropHeld(i)
@@ -376,7 +377,7 @@ func (m *model) shutdown(rt *rapid.T) {
 	}
 	now := m.clk.Now()
 	res, err := m.q.Ack(m.ctx, acks...)
-	if err != nil {
+	if len(res) != len(acks) {
 		rt.Fatalf("shutdown release: %v", err)
 	}
 	for i, h := range mine {
@@ -545,7 +546,7 @@ func (m *model) check(rt *rapid.T) {
 			uniques[info.UniqueKey] = info.ID
 		}
 	}
-	dead, err := m.truth.ListDead(m.ctx, smType, 100_000, nil)
+	dead, err := m.truth.ListDead(m.ctx, quick.ListDeadOptions{TaskType: smType, Limit: 100_000})
 	if err != nil {
 		rt.Fatal(err)
 	}

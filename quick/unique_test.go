@@ -23,8 +23,11 @@ func TestUniqueHolder(t *testing.T) {
 	}
 	// A dead-lettered job gives its key up.
 	ls := e.claim(t, "w", 1)
-	if dead, err := e.q.Fail(e.ctx, ls[0], "boom"); err != nil || !dead {
-		t.Fatalf("Fail = %v, %v; want dead", dead, err)
+	if err := e.q.Fail(e.ctx, ls[0], "boom"); err != nil {
+		t.Fatalf("Fail = %v", err)
+	}
+	if info, _ := e.q.Get(e.ctx, ls[0].ID); info.State != quick.StateDead {
+		t.Fatalf("failed job %+v, want dead", info)
 	}
 	if _, err := e.q.UniqueHolder(e.ctx, "email", "user-7"); !errors.Is(err, quick.ErrNotFound) {
 		t.Fatalf("dead job's key: err %v, want ErrNotFound", err)

@@ -133,7 +133,7 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		if err != nil || len(res.Jobs) != 1 {
 			t.Fatalf("claim webhook: %v %v", res, err)
 		}
-		if _, err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
+		if err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
 			t.Fatal(err)
 		}
 		lq.dead = append(lq.dead, res.Jobs[0].ID)
@@ -173,7 +173,7 @@ func startLiveQueue(t *testing.T) *liveQueue {
 	})
 	// Wait until the worker holds the three imports.
 	for {
-		ls, err := q.LaneCounts(ctx, "import", 1000)
+		ls, err := q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: "import", PerRange: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func atoi(t *testing.T, s string) int {
 // libCounts is what the library says of a task type.
 func libCounts(t *testing.T, q *quick.Queue, typ string) map[string]int {
 	t.Helper()
-	ls, err := q.LaneCounts(context.Background(), typ, 1000)
+	ls, err := q.LaneCounts(context.Background(), quick.LaneCountsOptions{TaskType: typ, PerRange: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

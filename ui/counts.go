@@ -24,7 +24,7 @@ type typeCounts struct {
 // read per lane and priority, at most Budget keys each, all in flight) and
 // DeadCount (one point read of an atomic counter).
 func (h *Handler) typeCounts(ctx context.Context, t string) (typeCounts, error) {
-	ls, err := h.q.LaneCounts(ctx, t, h.cfg.Budget)
+	ls, err := h.q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: h.cfg.Budget})
 	if err != nil {
 		return typeCounts{}, err
 	}

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,14 +44,14 @@ func (h *Handler) deadPage(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, statusOf(err), err)
 			return
 		}
-		page, err := h.q.ListDead(ctx, d.Type, limit, after)
+		page, err := h.q.ListDead(ctx, quick.ListDeadOptions{TaskType: d.Type, Limit: limit, After: after})
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return
 		}
 		d.Jobs = page.Jobs
-		if page.Next != nil {
-			v := url.Values{"type": {d.Type}, "limit": {strconv.Itoa(limit)}, "after": {hex.EncodeToString(page.Next)}}
+		if page.Next != "" {
+			v := url.Values{"type": {d.Type}, "limit": {strconv.Itoa(limit)}, "after": {string(page.Next)}}
 			d.NextURL = h.cfg.Prefix + "/dead?" + v.Encode()
 		}
 	}

@@ -91,8 +91,11 @@ func (f *fixture) seed() {
 		if i%2 == 1 {
 			msg = "timeout after 30s"
 		}
-		if dead, err := f.q.Fail(f.ctx, res.Jobs[0], msg); err != nil || !dead {
-			f.t.Fatalf("fail: %v %v", dead, err)
+		if err := f.q.Fail(f.ctx, res.Jobs[0], msg); err != nil {
+			f.t.Fatalf("fail: %v", err)
+		}
+		if info, err := f.q.Get(f.ctx, res.Jobs[0].ID); err != nil || info.State != quick.StateDead {
+			f.t.Fatalf("failed job %+v %v, want dead", info, err)
 		}
 		f.dead = append(f.dead, res.Jobs[0].ID)
 		f.clk.Advance(time.Second)

@@ -66,15 +66,13 @@ func parseLimit(s string, def int) (int, error) {
 }
 
 // parseAfter reads a paging token (the hex of the library's Next key).
-func parseAfter(s string) ([]byte, error) {
-	if s == "" {
-		return nil, nil
+// parseAfter takes a listing's cursor from a URL; the listing itself
+// checks that it is one of its own (quick.ErrInvalidCursor).
+func parseAfter(s string) (quick.Cursor, error) {
+	if len(s) > 20_000 {
+		return "", fmt.Errorf("invalid paging token %q", trunc(s, 40))
 	}
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) > 10_000 {
-		return nil, fmt.Errorf("invalid paging token %q", trunc(s, 40))
-	}
-	return b, nil
+	return quick.Cursor(s), nil
 }
 
 func trunc(s string, n int) string {
@@ -157,7 +155,7 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			d.Jobs = append(d.Jobs, j)
 		}
 	case st == quick.StateDead:
-		page, err := h.q.ListDead(ctx, f.Type, f.Limit, after)
+		page, err := h.q.ListDead(ctx, quick.ListDeadOptions{TaskType: f.Type, Limit: f.Limit, After: after})
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return
@@ -170,8 +168,8 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 		if f.Unique != "" {
 			d.Note = fmt.Sprintf("dead letters keep no index by unique key: this page of %d dead letters was searched", len(page.Jobs))
 		}
-		if page.Next != nil {
-			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(hex.EncodeToString(page.Next))
+		if page.Next != "" {
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
 		}
 	default:
 		page, err := h.q.List(ctx, quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after})
@@ -180,8 +178,8 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Jobs = page.Jobs
-		if page.Next != nil {
-			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(hex.EncodeToString(page.Next))
+		if page.Next != "" {
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
 		}
 	}
 	h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)

@@ -106,7 +106,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, quick.ErrNotFound), errors.Is(err, errNoAction), errors.Is(err, cron.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, quick.ErrInvalidTaskType), errors.Is(err, quick.ErrInvalidOption), errors.Is(err, quick.ErrInvalidID), errors.Is(err, quick.ErrInvalidPriority):
+	case errors.Is(err, quick.ErrInvalidTaskType), errors.Is(err, quick.ErrInvalidOption), errors.Is(err, quick.ErrInvalidID), errors.Is(err, quick.ErrInvalidPriority),
+		errors.Is(err, quick.ErrInvalidCursor):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

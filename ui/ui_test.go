@@ -51,7 +51,7 @@ func TestOverviewCountsMatchLibrary(t *testing.T) {
 	f.seed()
 	body := f.get("/").body
 	for _, typ := range []string{"email", "webhook"} {
-		ls, err := f.q.LaneCounts(f.ctx, typ, 1000)
+		ls, err := f.q.LaneCounts(f.ctx, quick.LaneCountsOptions{TaskType: typ, PerRange: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {
 			for _, j := range page.Jobs {
 				held[j.Holder] = append(held[j.Holder], j.ID)
 			}
-			if page.Next != nil {
+			if page.Next != "" {
 				d.Partial = append(d.Partial, t)
 			}
 		}

@@ -135,7 +135,9 @@ func (a *acker) commit(batch []ackReq) {
 			batch[i].st.acked(batch[i].ack.Kind, res[i], nil)
 		}
 		batch = batch[len(res):]
-		if err == nil || w.bg.Err() != nil {
+		// With every result in, err only joins the lost leases, which
+		// acked has just handled.
+		if len(batch) == 0 || err == nil || w.bg.Err() != nil {
 			return
 		}
 		if attempt == 1 {

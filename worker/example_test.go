@@ -34,7 +34,7 @@ func ExampleRegister() {
 		return nil
 	}, worker.HandlerOptions{Concurrency: 20})
 	go w.Run(ctx)
-	if _, err := q.Insert(ctx, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{}); err != nil {
+	if _, err := q.Insert(ctx, SendEmail{To: "ada@example.com", Subject: "Welcome"}, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println(<-sent)

@@ -19,12 +19,21 @@ type HandlerOptions struct {
 	Lease time.Duration
 	// BatchPriority runs claims at FDB's batch priority.
 	BatchPriority bool
-	// Tag is an FDB throttling tag for claims (at most 16 bytes).
+	// Tag is an FDB throttling tag for claims (at most quick.MaxTagLen bytes).
 	Tag string
 	// Timeout bounds one run of a handler: its context is cancelled (cause
 	// ErrHandlerTimeout) after Timeout on the worker clock, and the job
 	// fails. Default none.
 	Timeout time.Duration
+	// Backoff, when set, is the delay before retrying a job this handler
+	// failed on attempt (1 for its first run), over the queue's
+	// (quick.Options.Backoff and TaskTypes). Snooze and Cancel are not
+	// failures and do not use it.
+	Backoff func(attempt int) time.Duration
+	// MaxAttempts, when positive, dead-letters a job whose handler fails
+	// on its MaxAttempts-th attempt or later, even if the job itself allows
+	// more (it can only lower the job's own limit, which quick enforces).
+	MaxAttempts int
 }
 
 const defaultLease = 30 * time.Second
@@ -39,8 +48,11 @@ func (o HandlerOptions) withDefaults(w *Worker) (HandlerOptions, error) {
 	if o.Lease < quick.MinLease || o.Lease > w.q.Options().MaxLease {
 		return o, fmt.Errorf("%w: lease %v outside [%v, %v]: %w", ErrInvalidConfig, o.Lease, quick.MinLease, w.q.Options().MaxLease, quick.ErrInvalidLease)
 	}
-	if len(o.Tag) > 16 {
-		return o, fmt.Errorf("%w: tag %q is over 16 bytes", ErrInvalidConfig, o.Tag)
+	if len(o.Tag) > quick.MaxTagLen {
+		return o, fmt.Errorf("%w: tag %q is over %d bytes: %w", ErrInvalidConfig, o.Tag, quick.MaxTagLen, quick.ErrInvalidOption)
+	}
+	if o.MaxAttempts < 0 {
+		return o, fmt.Errorf("%w: negative MaxAttempts %d", ErrInvalidConfig, o.MaxAttempts)
 	}
 	if o.Timeout < 0 {
 		return o, fmt.Errorf("%w: negative timeout %v", ErrInvalidConfig, o.Timeout)

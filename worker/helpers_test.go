@@ -238,7 +238,7 @@ func (emailArgs) Kind() string { return "email" }
 
 func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
 	t.Helper()
-	ls, err := q.LaneCounts(context.Background(), taskType, 0)
+	ls, err := q.LaneCounts(context.Background(), quick.LaneCountsOptions{TaskType: taskType, PerRange: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		// job already finished (cron relies on it: completing frees the
 		// occurrence's unique key, so fn can enqueue its successor).
 		res, err := w.q.AckTx(tr, ack)
-		if err != nil {
+		if len(res) == 0 {
 			return err
 		}
 		if res[0].Err != nil {
@@ -231,6 +231,11 @@ func ackFor(l quick.Lease, err error) (ack quick.Ack, lost bool) {
 		return ack, true
 	default:
 		ack.Kind, ack.Error = quick.AckFail, err.Error()
+		if o := st.r.opts; o.MaxAttempts > 0 && st.lease.Attempt >= o.MaxAttempts {
+			ack.Kind, ack.Error = quick.AckDeadLetter, fmt.Sprintf("attempt %d of the handler's MaxAttempts %d failed: %v", st.lease.Attempt, o.MaxAttempts, err)
+		} else if o.Backoff != nil {
+			ack.Delay = max(o.Backoff(st.lease.Attempt), time.Millisecond)
+		}
 	}
 	return ack, false
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
@@ -86,7 +87,7 @@ func keyOf(l quick.Lease) runKey {
 		// Deliberate break (internal/mutant): runs keyed by job ID alone.
 		return runKey{id: l.ID}
 	}
-	return runKey{id: l.ID, token: l.Token()}
+	return runKey{id: l.ID, token: leasetoken.Of(l)}
 }
 
 func notify(ch chan struct{}) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -60,7 +61,7 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 	log := newRunLog()
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "twice", func(ctx context.Context, j *RawJob) error {
-			tok := j.Lease.Token()
+			tok := leasetoken.Of(j.Lease)
 			log.started(tok)
 			<-ctx.Done()
 			log.ended(tok, context.Cause(ctx))
@@ -115,7 +116,7 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 		t.Fatalf("first run ended with %v, want a lost lease", c)
 	}
 	e.waitFor("the first run's cleanup", func() bool { return w.Stats().Running == 1 })
-	if got := r.runningJobs(); len(got) != 1 || got[0].first.Token() != second {
+	if got := r.runningJobs(); len(got) != 1 || leasetoken.Of(got[0].first) != second {
 		t.Fatalf("running runs %v, want only the second", got)
 	}
 

@@ -7,15 +7,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
 // waker lets an idle claim loop sleep on an FDB watch of its task type's
-// wake key (quick.Queue.WakeKey) instead of polling.
+// wake key (internal/wake.WakeKey) instead of polling.
 //
 // Enqueue bumps the wake key only when it matters: when a job it writes
 // vests now and a worker sleeps. A sleeping worker says so by raising the
-// task type's sleep key (quick.Queue.SleepKey) to the time its sleep ends,
+// task type's sleep key (internal/wake.SleepKey) to the time its sleep ends,
 // with an atomic max; the enqueuer reads it (a serializable read, so a
 // registration landing during the enqueue makes it retry and see it) and
 // adds 1 to the wake key only while that time is ahead. With no sleeper an enqueue
@@ -80,13 +81,13 @@ func (k *waker) register(ctx context.Context, until time.Time) error {
 				if wt != nil {
 					wt.Cancel()
 				}
-				wt = tr.Watch(q.WakeKey(tt))
+				wt = tr.Watch(wake.WakeKey(q.Root(), tt))
 				return nil
 			})
 		}()
 	}
 	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
-		tr.Max(q.SleepKey(tt), le64(until.UnixMilli()))
+		tr.Max(wake.SleepKey(q.Root(), tt), le64(until.UnixMilli()))
 		return nil
 	})
 	wg.Wait()
@@ -142,7 +143,7 @@ func (k *waker) wait(wt kv.Watch) {
 func (k *waker) bump(ctx context.Context) error {
 	q := k.r.w.q
 	return q.DB().Transact(ctx, func(tr kv.Transaction) error {
-		tr.Add(q.WakeKey(k.r.taskType), le64(1))
+		tr.Add(wake.WakeKey(q.Root(), k.r.taskType), le64(1))
 		return nil
 	})
 }

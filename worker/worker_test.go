@@ -26,7 +26,7 @@ func TestTypedHandlerCompletes(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	res, err := e.q.Insert(e.ctx, emailArgs{To: "ada@example.com"}, quick.NewJob{})
+	res, err := e.q.Insert(e.ctx, emailArgs{To: "ada@example.com"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

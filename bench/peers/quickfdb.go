@@ -100,7 +100,7 @@ func (s *quickSystem) Reset(ctx context.Context) error {
 func (s *quickSystem) EnqueueBatch(ctx context.Context, stamps []int64) error {
 	jobs := make([]quick.NewJob, len(stamps))
 	for i, t := range stamps {
-		j, err := quick.ArgsJob(peerArgs{T: t}, quick.NewJob{})
+		j, err := quick.ArgsJob(peerArgs{T: t}, nil)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (s *quickSystem) EnqueueBatch(ctx context.Context, stamps []int64) error {
 }
 
 func (s *quickSystem) Enqueue(ctx context.Context, stamp int64) error {
-	_, err := s.q.Insert(ctx, peerArgs{T: stamp}, quick.NewJob{})
+	_, err := s.q.Insert(ctx, peerArgs{T: stamp}, nil)
 	return err
 }
 

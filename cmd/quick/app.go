@@ -114,8 +114,8 @@ func newApp(d deps) *cli.App {
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
 				Usage: "directory layer path a/b/c holding the queue (FoundationDB only); --subspace then nests inside it"},
 			outputFlag(true),
-			&cli.IntFlag{Name: flagLanes, Value: 16, Hidden: true,
-				Usage: "lane count of a queue created by this command (an existing queue keeps its own)"},
+			&cli.IntFlag{Name: flagLanes, Value: 0, Hidden: true,
+				Usage: "lane count of a queue created by this command (0: 16 for a new queue, the stored count for an existing one, which any other value must match)"},
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -85,12 +84,7 @@ func (a *app) deadList(c *cli.Context) error {
 	if limit <= 0 {
 		return fmt.Errorf("invalid --limit %d: want a positive number", limit)
 	}
-	var after []byte
-	if s := c.String("after"); s != "" {
-		if after, err = hex.DecodeString(s); err != nil {
-			return fmt.Errorf("invalid --after %q: not a cursor printed by dead list", s)
-		}
-	}
+	after := quick.Cursor(c.String("after")) // ListDead checks it is one of its own
 	q, err := a.queue(c)
 	if err != nil {
 		return err
@@ -99,7 +93,10 @@ func (a *app) deadList(c *cli.Context) error {
 	if err := checkTypes(c.Context, q, t); err != nil {
 		return err
 	}
-	page, err := q.ListDead(c.Context, t, limit, after)
+	page, err := q.ListDead(c.Context, quick.ListDeadOptions{TaskType: t, Limit: limit, After: after})
+	if errors.Is(err, quick.ErrInvalidCursor) {
+		return fmt.Errorf("invalid --after %q: not a cursor printed by dead list for this type: %w", after, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -108,8 +105,8 @@ func (a *app) deadList(c *cli.Context) error {
 		return err
 	}
 	next := ""
-	if page.Next != nil {
-		next = hex.EncodeToString(page.Next)
+	if page.Next != "" {
+		next = string(page.Next)
 	}
 	if f == formatJSON {
 		out := struct {

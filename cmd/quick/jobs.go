@@ -130,20 +130,17 @@ func (a *app) jobsList(c *cli.Context) error {
 		}
 		opts.State = st
 	}
-	if s := c.String("after"); s != "" {
-		b, err := hex.DecodeString(s)
-		if err != nil {
-			return fmt.Errorf("invalid --after %q: not a cursor printed by jobs list", s)
-		}
-		opts.After = b
-	}
+	opts.After = quick.Cursor(c.String("after")) // List checks it is one of its own
 	page, err := q.List(c.Context, opts)
+	if errors.Is(err, quick.ErrInvalidCursor) {
+		return fmt.Errorf("invalid --after %q: not a cursor printed by jobs list for this type: %w", opts.After, err)
+	}
 	if err != nil {
 		return err
 	}
 	next := ""
-	if page.Next != nil {
-		next = hex.EncodeToString(page.Next)
+	if page.Next != "" {
+		next = string(page.Next)
 	}
 	if f == formatJSON {
 		out := struct {

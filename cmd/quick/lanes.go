@@ -117,7 +117,7 @@ func laneReports(ctx context.Context, q *quick.Queue, asked []string, budget int
 	}
 	reps := make([]laneReport, 0, len(types))
 	for _, t := range types {
-		ls, err := q.LaneCounts(ctx, t, budget)
+		ls, err := q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: budget})
 		if err != nil {
 			return nil, err
 		}

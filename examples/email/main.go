@@ -242,7 +242,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	orders := map[int]string{4127: "ada@example.com", 4128: "grace@example.com", 4129: "edsger@example.com"}
 	enqueue := func(order int, why string) (quick.ID, error) {
-		res, err := env.Queue.Insert(ctx, SendEmail{Order: order, To: orders[order], Subject: "Your order"}, quick.NewJob{})
+		res, err := env.Queue.Insert(ctx, SendEmail{Order: order, To: orders[order], Subject: "Your order"}, nil)
 		if err == nil {
 			env.Printf("producer: enqueued order %d as job %s%s", order, ex.Short(res.ID), why)
 		}

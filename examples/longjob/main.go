@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	switch role {
 	case "producer":
-		res, err := env.Queue.Insert(ctx, job, quick.NewJob{})
+		res, err := env.Queue.Insert(ctx, job, nil)
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func scenario(ctx context.Context, env *ex.Env, f *ex.Flags, im *importer, opts 
 	a := ex.Start(wa)
 	defer a.W.Kill() // a no-op once killed
 
-	res, err := env.Queue.Insert(ctx, job, quick.NewJob{})
+	res, err := env.Queue.Insert(ctx, job, nil)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) erro
 	id := quick.NewID(time.Now()) // once, outside the retry loop: makes a retry after 1021 safe
 	return db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set(userKey, userValue)
-		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{ID: id})
+		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, &quick.InsertOpts{ID: id})
 		return err
 	})
 	// readme:end

@@ -107,7 +107,7 @@ func (s *store) sweep(ctx context.Context, at time.Time) (found, pending int, er
 				return err
 			}
 			c := Cleanup{Object: t[1].(string), ExpiresMs: t[0].(int64)}
-			j, err := quick.ArgsJob(c, quick.NewJob{UniqueKey: c.uniqueKey()})
+			j, err := quick.ArgsJob(c, &quick.InsertOpts{UniqueKey: c.uniqueKey()})
 			if err != nil {
 				return err
 			}

@@ -54,7 +54,7 @@ func (a *app) signUp(ctx context.Context, user string, declined bool) (quick.ID,
 	id := a.env.Queue.NewID() // once, outside the retry loop
 	err := a.env.DB.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set(a.users.Pack(tuple.Tuple{user}), []byte(`{"plan":"pro"}`))
-		if _, err := a.env.Queue.InsertTx(tr, Welcome{User: user}, quick.NewJob{ID: id}); err != nil {
+		if _, err := a.env.Queue.InsertTx(tr, Welcome{User: user}, &quick.InsertOpts{ID: id}); err != nil {
 			return err
 		}
 		if declined {

@@ -53,7 +53,7 @@ func (c *lanesClaimer) ack(ctx context.Context, reqs []ackReq) (int, error) {
 		}
 	}
 	res, err := c.e.qAck.Ack(ctx, acks...)
-	if err != nil {
+	if len(res) < len(acks) { // a failed transaction; lost leases come with every result
 		return 0, err
 	}
 	lost := 0

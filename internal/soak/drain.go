@@ -49,7 +49,7 @@ func drain(ctx context.Context, q *quick.Queue) bool {
 func queuedFingerprint(ctx context.Context, q *quick.Queue, tt string) (int, uint64, error) {
 	h := fnv.New64a()
 	n := 0
-	var after []byte
+	var after quick.Cursor
 	for {
 		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
 		if err != nil {
@@ -59,7 +59,7 @@ func queuedFingerprint(ctx context.Context, q *quick.Queue, tt string) (int, uin
 			fmt.Fprintf(h, "%s %v %d;", j.ID, j.State, j.Attempt)
 			n++
 		}
-		if page.Next == nil {
+		if page.Next == "" {
 			return n, h.Sum64(), nil
 		}
 		after = page.Next

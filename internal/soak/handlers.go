@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
@@ -35,9 +36,11 @@ type completion struct {
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: l.Token(), Attempt: l.Attempt, Worker: wid})
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid})
 		start := time.Now()
-		defer func() { h.rec.run(RunRec{ID: l.ID, Token: l.Token(), Worker: wid, Start: start, End: time.Now()}) }()
+		defer func() {
+			h.rec.run(RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()})
+		}()
 		var p payload
 		if err := json.Unmarshal(job.Args, &p); err != nil {
 			return worker.Cancel("bad payload")
@@ -53,7 +56,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 			return errors.New(p.Kind + " failure")
 		}
 		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
-			h.record(tr, l.ID, l.Token(), completion{Worker: wid, Attempt: l.Attempt})
+			h.record(tr, l.ID, leasetoken.Of(l), completion{Worker: wid, Attempt: l.Attempt})
 			return nil
 		})
 	}

@@ -358,7 +358,7 @@ func (h *harness) produce(ctx context.Context, q *quick.Queue, p int) {
 
 func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
 	var out []quick.ID
-	var after []byte
+	var after quick.Cursor
 	for {
 		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
 		if err != nil {
@@ -367,7 +367,7 @@ func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error)
 		for _, j := range page.Jobs {
 			out = append(out, j.ID)
 		}
-		if page.Next == nil {
+		if page.Next == "" {
 			return out, nil
 		}
 		after = page.Next
@@ -376,16 +376,16 @@ func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error)
 
 func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
 	var out []quick.ID
-	var after []byte
+	var after quick.Cursor
 	for {
-		page, err := q.ListDead(ctx, tt, 1000, after)
+		page, err := q.ListDead(ctx, quick.ListDeadOptions{TaskType: tt, Limit: 1000, After: after})
 		if err != nil {
 			return nil, err
 		}
 		for _, j := range page.Jobs {
 			out = append(out, j.ID)
 		}
-		if page.Next == nil {
+		if page.Next == "" {
 			return out, nil
 		}
 		after = page.Next
