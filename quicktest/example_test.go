@@ -47,7 +47,7 @@ func openQueue() *quick.Queue {
 // signUp is the code under test: it enqueues a welcome job, high priority,
 // due in an hour.
 func signUp(ctx context.Context, q *quick.Queue, userID int) error {
-	j, err := quick.ArgsJob(Welcome{UserID: userID}, quick.NewJob{Priority: quick.High, Delay: time.Hour})
+	j, err := quick.ArgsJob(Welcome{UserID: userID}, &quick.InsertOpts{Priority: quick.High, Delay: time.Hour})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func ExampleRequireEnqueued_failure() {
 		panic(err)
 	}
 	id, _ := quick.ParseID("019de2c4-2a80-7000-8000-000000000001")
-	j, _ := quick.ArgsJob(Welcome{UserID: 42}, quick.NewJob{ID: id, Priority: quick.High, Delay: time.Hour, MaxAttempts: 5})
+	j, _ := quick.ArgsJob(Welcome{UserID: 42}, &quick.InsertOpts{ID: id, Priority: quick.High, Delay: time.Hour, MaxAttempts: 5})
 	if _, err := q.Enqueue(context.Background(), j); err != nil {
 		panic(err)
 	}
@@ -100,7 +100,7 @@ func ExampleRequireEnqueuedTx() {
 	ctx := context.Background()
 	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set([]byte("users/42"), []byte("Ada"))
-		if _, err := q.InsertTx(tr, Welcome{UserID: 42}, quick.NewJob{}); err != nil {
+		if _, err := q.InsertTx(tr, Welcome{UserID: 42}, nil); err != nil {
 			return err
 		}
 		quicktest.RequireEnqueuedTx(t, tr, q, Welcome{UserID: 42}, nil)

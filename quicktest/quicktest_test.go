@@ -40,7 +40,7 @@ func newQueue(t *testing.T) (*quick.Queue, *clock.Fake) {
 	return q, clk
 }
 
-func insert(t *testing.T, q *quick.Queue, args quick.JobArgs, opts quick.NewJob) quick.ID {
+func insert(t *testing.T, q *quick.Queue, args quick.JobArgs, opts *quick.InsertOpts) quick.ID {
 	t.Helper()
 	j, err := quick.ArgsJob(args, opts)
 	if err != nil {
@@ -86,7 +86,7 @@ func run(fn func(tb quicktest.TB)) string {
 
 func TestRequireEnqueuedPasses(t *testing.T) {
 	q, _ := newQueue(t)
-	id := insert(t, q, Email{To: "ada@example.com", Subject: "hi"}, quick.NewJob{
+	id := insert(t, q, Email{To: "ada@example.com", Subject: "hi"}, &quick.InsertOpts{
 		Priority: quick.High, ItemSpace: "tenant-1", MaxAttempts: 7, UniqueKey: "u1", Delay: time.Hour,
 	})
 	got := quicktest.RequireEnqueued(t, q, Email{Subject: "hi", To: "ada@example.com"}, &quicktest.RequireOpts{
@@ -101,8 +101,8 @@ func TestRequireEnqueuedPasses(t *testing.T) {
 
 func TestRequireEnqueuedFailureListsJobs(t *testing.T) {
 	q, _ := newQueue(t)
-	insert(t, q, Email{To: "ada@example.com", Subject: "hi"}, quick.NewJob{Priority: quick.Low})
-	insert(t, q, Email{To: "bob@example.com", Subject: "yo"}, quick.NewJob{ItemSpace: "t2"})
+	insert(t, q, Email{To: "ada@example.com", Subject: "hi"}, &quick.InsertOpts{Priority: quick.Low})
+	insert(t, q, Email{To: "bob@example.com", Subject: "yo"}, &quick.InsertOpts{ItemSpace: "t2"})
 
 	msg := run(func(tb quicktest.TB) {
 		quicktest.RequireEnqueued(tb, q, Email{To: "cy@example.com", Subject: "hi"}, nil)
@@ -148,7 +148,7 @@ func TestRequireEnqueuedNoJobs(t *testing.T) {
 
 func TestRequireNotEnqueuedFails(t *testing.T) {
 	q, _ := newQueue(t)
-	insert(t, q, Email{To: "ada@example.com"}, quick.NewJob{})
+	insert(t, q, Email{To: "ada@example.com"}, &quick.InsertOpts{})
 	msg := run(func(tb quicktest.TB) { quicktest.RequireNotEnqueued(tb, q, Email{To: "ada@example.com"}, nil) })
 	if !strings.Contains(msg, `want no live job of kind "email" with args {"subject":"","to":"ada@example.com"}; found 1`) ||
 		!strings.Contains(msg, "matching jobs:") {
@@ -173,7 +173,7 @@ func TestRequireEnqueuedTxSeesUncommitted(t *testing.T) {
 	ctx := context.Background()
 	errRollback := errors.New("roll back")
 	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
-		j, _ := quick.ArgsJob(Email{To: "tx@example.com"}, quick.NewJob{})
+		j, _ := quick.ArgsJob(Email{To: "tx@example.com"}, nil)
 		if _, err := q.EnqueueTx(tr, j); err != nil {
 			return err
 		}
@@ -189,8 +189,8 @@ func TestRequireEnqueuedTxSeesUncommitted(t *testing.T) {
 
 func TestRequireManyEnqueued(t *testing.T) {
 	q, _ := newQueue(t)
-	a := insert(t, q, Email{To: "a"}, quick.NewJob{})
-	b := insert(t, q, Email{To: "a"}, quick.NewJob{Priority: quick.High})
+	a := insert(t, q, Email{To: "a"}, &quick.InsertOpts{})
+	b := insert(t, q, Email{To: "a"}, &quick.InsertOpts{Priority: quick.High})
 	got := quicktest.RequireManyEnqueued(t, q, []quicktest.ExpectedJob{
 		{Args: Email{To: "a"}, Opts: &quicktest.RequireOpts{Priority: quick.High}},
 		{Args: Email{To: "a"}},
@@ -225,7 +225,7 @@ func TestWorkOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := quicktest.Work(ctx, t, q, c.h, Email{To: c.name}, &quicktest.WorkOpts{Job: quick.NewJob{MaxAttempts: 5}})
+			res := quicktest.Work(ctx, t, q, c.h, Email{To: c.name}, &quicktest.WorkOpts{Insert: &quick.InsertOpts{MaxAttempts: 5}})
 			if res.Event != c.want || res.Job.State != c.st {
 				t.Fatalf("event %s, state %v; want %s, %v (err %v)", res.Event, res.Job.State, c.want, c.st, res.Err)
 			}
@@ -240,7 +240,7 @@ func TestWorkJobGivenAndDecodeFailure(t *testing.T) {
 	q, clk := newQueue(t)
 	ctx := context.Background()
 	// A job delayed a day still runs now, and sees its args.
-	id := insert(t, q, Email{To: "later"}, quick.NewJob{Delay: 24 * time.Hour})
+	id := insert(t, q, Email{To: "later"}, &quick.InsertOpts{Delay: 24 * time.Hour})
 	var seen string
 	res := quicktest.WorkJob(ctx, t, q, func(_ context.Context, j *worker.Job[Email]) error { seen = j.Args.To; return nil }, id, nil)
 	if res.Event != quicktest.EventCompleted || seen != "later" {
@@ -325,7 +325,7 @@ func TestWorkLeaseLostAtAck(t *testing.T) {
 func TestWorkJobLeasedAndNonJSONListing(t *testing.T) {
 	q, _ := newQueue(t)
 	ctx := context.Background()
-	id := insert(t, q, Email{To: "busy"}, quick.NewJob{})
+	id := insert(t, q, Email{To: "busy"}, &quick.InsertOpts{})
 	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestWorkJobAttemptsSpent(t *testing.T) {
 	q, _ := newQueue(t)
 	ctx := context.Background()
 	fail := func(context.Context, *worker.Job[Email]) error { return errors.New("no") }
-	res := quicktest.Work(ctx, t, q, fail, Email{To: "once"}, &quicktest.WorkOpts{Job: quick.NewJob{MaxAttempts: 2}})
+	res := quicktest.Work(ctx, t, q, fail, Email{To: "once"}, &quicktest.WorkOpts{Insert: &quick.InsertOpts{MaxAttempts: 2}})
 	if res.Event != quicktest.EventFailed || res.Job.State != quick.StateScheduled {
 		t.Fatalf("first run: %s %v", res.Event, res.Job.State)
 	}
@@ -369,7 +369,7 @@ func TestWorkJobAttemptsSpent(t *testing.T) {
 func TestWorkJobLapsedLastAttempt(t *testing.T) {
 	q, clk := newQueue(t)
 	ctx := context.Background()
-	id := insert(t, q, Email{To: "lapsed"}, quick.NewJob{MaxAttempts: 1})
+	id := insert(t, q, Email{To: "lapsed"}, &quick.InsertOpts{MaxAttempts: 1})
 	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}

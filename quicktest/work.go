@@ -2,7 +2,6 @@ package quicktest
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"time"
@@ -36,9 +35,10 @@ const (
 
 // WorkOpts tune Work and WorkJob; nil uses the defaults.
 type WorkOpts struct {
-	// Job holds the insert options of Work's job (priority, delay, item
-	// space...); its TaskType and Payload are set from the args.
-	Job quick.NewJob
+	// Insert holds the insert options of Work's job (priority, delay, item
+	// space...), merged over the args type's own defaults as Queue.Insert
+	// merges them; nil for none.
+	Insert *quick.InsertOpts
 	// Handler are the handler's options; Lease (default 30 s) bounds the
 	// run, since nothing renews it, and Timeout applies on the worker clock.
 	Handler worker.HandlerOptions
@@ -61,7 +61,7 @@ type WorkResult struct {
 	RunAt time.Time
 }
 
-// Work enqueues a job of args (with opts.Job's options) and runs h on it
+// Work inserts a job of args (with opts.Insert's options) and runs h on it
 // synchronously, in the calling goroutine, as a worker would: h gets a
 // worker.Job whose Checkpoint, CompleteWith and DeadLetterWith work, and
 // its outcome is acked. No worker runs: no claim loop, no lease renewal,
@@ -71,28 +71,21 @@ func Work[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h worker.
 	if opts == nil {
 		opts = &WorkOpts{}
 	}
-	j := opts.Job
-	b, err := json.Marshal(args)
+	res, err := q.Insert(ctx, args, opts.Insert)
 	if err != nil {
-		tb.Fatalf("quicktest: encode %s args: %v", args.Kind(), err)
+		tb.Fatalf("quicktest: insert %s: %v", args.Kind(), err)
 		return nil
 	}
-	j.TaskType, j.Payload = args.Kind(), b
-	res, err := q.Enqueue(ctx, j)
-	if err != nil {
-		tb.Fatalf("quicktest: enqueue %s: %v", args.Kind(), err)
+	if res.Duplicate {
+		tb.Fatalf("quicktest: insert %s: a duplicate of job %s (unique key or ID already held)", args.Kind(), res.ID)
 		return nil
 	}
-	if res[0].Duplicate {
-		tb.Fatalf("quicktest: enqueue %s: a duplicate of job %s (unique key or ID already held)", args.Kind(), res[0].ID)
-		return nil
-	}
-	return WorkJob(ctx, tb, q, h, res[0].ID, opts)
+	return WorkJob(ctx, tb, q, h, res.ID, opts)
 }
 
 // WorkJob runs h synchronously on the existing job id, which must be
 // scheduled or ready: it is leased at once whatever its vesting time (a
-// claim counts an attempt), run and acked as in Work. opts.Job is unused.
+// claim counts an attempt), run and acked as in Work. opts.Insert is unused.
 func WorkJob[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h worker.Handler[T], id quick.ID, opts *WorkOpts) *WorkResult {
 	tb.Helper()
 	if opts == nil {

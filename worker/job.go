@@ -194,7 +194,7 @@ func (st *jobState) settle(err error) {
 	if st.r.w.killed.Load() || st.phase != phaseRunning {
 		return
 	}
-	ack, lost := ackFor(st.lease, err)
+	ack, lost := ackFor(st.lease, st.r.opts, err)
 	if lost {
 		// The handler's own lease operation found the lease gone.
 		st.loseLocked(err)
@@ -208,10 +208,10 @@ func (st *jobState) settle(err error) {
 	st.r.w.acker.push(ackReq{st: st, ack: ack})
 }
 
-// ackFor maps a handler's outcome to the ack that ends its run; lost is
-// set when the handler's own lease operation found the lease gone, and
-// then nothing is acked.
-func ackFor(l quick.Lease, err error) (ack quick.Ack, lost bool) {
+// ackFor maps a handler's outcome to the ack that ends its run, under the
+// handler's retry policy o; lost is set when the handler's own lease
+// operation found the lease gone, and then nothing is acked.
+func ackFor(l quick.Lease, o HandlerOptions, err error) (ack quick.Ack, lost bool) {
 	var (
 		snooze *SnoozeError
 		cancel *CancelError
@@ -231,10 +231,10 @@ func ackFor(l quick.Lease, err error) (ack quick.Ack, lost bool) {
 		return ack, true
 	default:
 		ack.Kind, ack.Error = quick.AckFail, err.Error()
-		if o := st.r.opts; o.MaxAttempts > 0 && st.lease.Attempt >= o.MaxAttempts {
-			ack.Kind, ack.Error = quick.AckDeadLetter, fmt.Sprintf("attempt %d of the handler's MaxAttempts %d failed: %v", st.lease.Attempt, o.MaxAttempts, err)
+		if o.MaxAttempts > 0 && l.Attempt >= o.MaxAttempts {
+			ack.Kind, ack.Error = quick.AckDeadLetter, fmt.Sprintf("attempt %d of the handler's MaxAttempts %d failed: %v", l.Attempt, o.MaxAttempts, err)
 		} else if o.Backoff != nil {
-			ack.Delay = max(o.Backoff(st.lease.Attempt), time.Millisecond)
+			ack.Delay = max(o.Backoff(l.Attempt), time.Millisecond)
 		}
 	}
 	return ack, false

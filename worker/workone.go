@@ -46,13 +46,15 @@ func workOne(ctx context.Context, w *Worker, l quick.Lease) (quick.AckKind, quic
 	if st.phase != phaseRunning {
 		return 0, quick.AckResult{}, herr, nil
 	}
-	ack, lost := ackFor(st.lease, herr)
+	ack, lost := ackFor(st.lease, r.opts, herr)
 	if lost {
 		st.loseLocked(herr)
 		return 0, quick.AckResult{}, herr, nil
 	}
 	res, err := w.q.Ack(ctx, ack)
-	if err != nil {
+	// Ack joins every lost lease into err next to the results; a failed
+	// transaction leaves no result.
+	if len(res) == 0 {
 		return ack.Kind, quick.AckResult{}, herr, err
 	}
 	if res[0].Err != nil {
