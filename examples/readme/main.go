@@ -4,9 +4,10 @@
 // exactly and runs each of them, so the README's code always compiles and
 // does what the README says.
 //
-// As a program it is the README's worker binary for one task type:
+// As a program it is the README's worker binary for one task type, for
+// FoundationDB only (a production worker refuses -embedded; main_test.go
+// runs the same setup on the in-memory engine):
 //
-//	go run ./examples/readme -embedded
 //	go run -tags fdb ./examples/readme -cluster-file /etc/foundationdb/fdb.cluster
 package main
 
@@ -20,6 +21,7 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
 // readme:begin args
@@ -86,9 +88,11 @@ func sendEmail(ctx context.Context, job *worker.Job[SendEmail]) error {
 
 // readme:begin main
 func main() {
-	worker.Main(func(w *worker.Worker) error {
-		return worker.Register(w, sendEmail, worker.HandlerOptions{Concurrency: 20})
-	})
+	workermain.Main(setup)
+}
+
+func setup(w *worker.Worker) error {
+	return worker.Register(w, sendEmail, worker.HandlerOptions{Concurrency: 20})
 }
 
 // readme:end

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,13 +19,23 @@ import (
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
-// TestMain lets TestMainRegion run this package's main as a child process.
+// TestMain lets TestMainRegion run this package's main, and its setup on
+// the in-memory engine, as child processes.
 func TestMain(m *testing.M) {
-	if os.Getenv("QUICKFDB_README_MAIN") == "1" {
-		os.Args = []string{"readme", "-embedded", "-log-level", "debug"}
+	switch os.Getenv("QUICKFDB_README_MAIN") {
+	case "main":
+		os.Args = []string{"readme", "-embedded"}
 		main()
+		return
+	case "demo":
+		err := workermain.RunMain(setup, workermain.MainOptions{AllowEmbedded: true, Args: []string{"-embedded", "-log-level", "debug"}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	os.Exit(m.Run())
@@ -151,8 +162,10 @@ func TestEnqueueAndWorkerRegions(t *testing.T) {
 	}
 }
 
-// TestMainRegion runs main (worker.Main) as a process on the embedded
-// engine and stops it with SIGINT: it starts, registers send_email, and
+// TestMainRegion runs main (workermain.Main) as a process: asked for the
+// in-memory engine, it refuses and exits 1 without starting a worker.
+// Then it runs main's setup the way a demo program may, on the in-memory
+// engine, and stops it with SIGINT: it starts, registers send_email, and
 // exits 0.
 func TestMainRegion(t *testing.T) {
 	if testing.Short() {
@@ -162,8 +175,16 @@ func TestMainRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refused := exec.Command(exe, "-test.run", "^$")
+	refused.Env = append(os.Environ(), "QUICKFDB_README_MAIN=main")
+	out, err := refused.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "-embedded is not allowed") || strings.Contains(string(out), "worker: starting") {
+		t.Fatalf("main -embedded: %v, want exit 1 with the refusal and no worker started:\n%s", err, out)
+	}
+
 	cmd := exec.Command(exe, "-test.run", "^$")
-	cmd.Env = append(os.Environ(), "QUICKFDB_README_MAIN=1")
+	cmd.Env = append(os.Environ(), "QUICKFDB_README_MAIN=demo")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
 // Speed is how much faster than real time the smoke clock runs.
@@ -43,13 +44,15 @@ const Speed = 10
 // Flags are an example's command-line flags: the worker binaries' flags
 // (-cluster-file, -embedded, -subspace, -log-level...) and -smoke.
 type Flags struct {
-	worker.Flags
+	workermain.Flags
 	Smoke bool
 }
 
 // Register adds the flags to fs; name sets the default subspace
 // (examples,<name>).
 func (f *Flags) Register(fs *flag.FlagSet, name string) {
+	// The examples are demos: the in-memory engine is their default.
+	f.AllowEmbedded = true
 	f.Flags.Register(fs)
 	fs.BoolVar(&f.Smoke, "smoke", false, "run the scenario on a fast fake clock (the default without -cluster-file; -smoke=false there runs it on the real clock)")
 	setDefault(fs, "subspace", "examples,"+name)
