@@ -42,6 +42,29 @@ func openFDB() (kv.Database, error) {
 	return db, err
 }
 
+// openOnFDB is the README's queue on the application's own fdb.Database,
+// and enqueueInFDBTx the body of its own
+// fdbDB.Transact(func(tr fdb.Transaction) (any, error) {...}). They take
+// any, as fdbkv's entry points do, so this file compiles without the fdb
+// build tag (and the binding's cgo).
+func openOnFDB(ctx context.Context, fdbDB any) (*quick.Queue, error) {
+	// readme:begin fdbopen
+	q, err := quick.Open(ctx, fdbkv.FromDatabase(fdbDB), tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	// readme:end
+	return q, err
+}
+
+func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
+	// readme:begin fdbtx
+	ktr, err := fdbkv.FromTransaction(tr) // tr is your fdb.Transaction
+	if err != nil {
+		return nil, err
+	}
+	_, err = q.InsertTx(ktr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{})
+	return nil, err
+	// readme:end
+}
+
 // signUp is the README's enqueue: the user's row and the welcome email's
 // job commit in one transaction, or neither does.
 func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) error {

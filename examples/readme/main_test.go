@@ -119,6 +119,31 @@ func TestOpenRegion(t *testing.T) {
 	}
 }
 
+// TestFDBRegions: the FDB entry points compile without the fdb tag and
+// then fail with an error that says to build with it; with the tag, a value
+// that is not the binding's is refused.
+func TestFDBRegions(t *testing.T) {
+	ctx := context.Background()
+	type notFDB struct{}
+	_, err := openOnFDB(ctx, notFDB{})
+	want := fdbkv.ErrNotBuilt
+	if fdbkv.Built {
+		want = fdbkv.ErrNotFDB
+	}
+	if !errors.Is(err, want) || (!fdbkv.Built && !strings.Contains(err.Error(), "-tags fdb")) {
+		t.Fatalf("openOnFDB: %v, want %v", err, want)
+	}
+	db := memkv.Open(memkv.Options{})
+	defer db.Close()
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enqueueInFDBTx(q, notFDB{}); !errors.Is(err, want) {
+		t.Fatalf("enqueueInFDBTx: %v, want %v", err, want)
+	}
+}
+
 // TestEnqueueAndWorkerRegions: the user's row and its job commit together,
 // and the README's worker sends the email.
 func TestEnqueueAndWorkerRegions(t *testing.T) {
