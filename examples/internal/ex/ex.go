@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -254,12 +255,17 @@ func (r *Running) Stop(ctx context.Context) error {
 // Kill kills the worker as a crash would (no release, no ack, no
 // goodbye) and waits until Run has returned.
 func (r *Running) Kill() error {
-	r.W.Kill()
+	testhooks.KillWorker(r.W)
 	if err := <-r.done; !errors.Is(err, worker.ErrKilled) {
 		return fmt.Errorf("killed worker %s returned %v, want %v", r.W.ID(), err, worker.ErrKilled)
 	}
 	return nil
 }
+
+// Abort kills the worker if it still runs, without waiting for Run: the
+// deferred cleanup of a scenario's error paths. A no-op once the worker
+// stopped or was killed.
+func (r *Running) Abort() { testhooks.KillWorker(r.W) }
 
 // Pass lets d pass: on the fake clock at once, on the real clock by
 // sleeping.
