@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/lanes"
 	"github.com/quickfdb/quickfdb/kv"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 

@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/lanes"
 	"github.com/quickfdb/quickfdb/internal/mutant"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
