@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -119,7 +120,7 @@ func TestAcceptanceWorkers(t *testing.T) {
 	t.Cleanup(func() {
 		for i, w := range ws {
 			if i != killed {
-				w.Kill()
+				testhooks.KillWorker(w)
 			}
 		}
 		for i := range ws {
@@ -137,7 +138,7 @@ func TestAcceptanceWorkers(t *testing.T) {
 			case <-time.After(waitLimit):
 				t.Fatal("the run to kill never started")
 			}
-			ws[killed].Kill()
+			testhooks.KillWorker(ws[killed])
 		}
 		stepper.until(fmt.Sprintf("the chain to pass minute %d", m), func() bool { return e.nextAt("tick").After(at) })
 	}

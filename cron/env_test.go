@@ -8,6 +8,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -111,7 +112,7 @@ func (e *env) finish(l quick.Lease, kind quick.AckKind, reason string, extra fun
 	if err != nil {
 		return err
 	}
-	cw := kv.WatchCommits(tr)
+	cw := txn.WatchCommits(tr)
 	var lost error
 	err = kv.Retry(e.ctx, cw, func(tr kv.Transaction) error {
 		lost = nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
@@ -22,7 +23,7 @@ func (e *env) startWorker(h func(ctx context.Context, occ Occurrence) error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background()) }()
-	e.t.Cleanup(func() { w.Kill(); <-done })
+	e.t.Cleanup(func() { testhooks.KillWorker(w); <-done })
 }
 
 // TestHandle runs occurrences through package worker: a success schedules

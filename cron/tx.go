@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 
+	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -11,5 +12,5 @@ import (
 // that an operation can recognise its own earlier commit on a retry. The
 // same pattern as quick's.
 func transact(ctx context.Context, db kv.Database, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
-	return kv.TransactWatched(ctx, db, fn)
+	return txn.TransactWatched(ctx, db, fn)
 }

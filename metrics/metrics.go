@@ -4,7 +4,7 @@
 // An Exporter is an OpenTelemetry MeterProvider (the SDK's) whose reader is
 // the OpenTelemetry Prometheus exporter, over a Prometheus registry of its
 // own: pass MeterProvider() to worker.Config.MeterProvider, and serve
-// Handler() at /metrics. worker.Main does both with -metrics-listen; the web
+// Handler() at /metrics. workermain.Main does both with -metrics-listen; the web
 // console (quick ui) mounts Handler(). Default() is one Exporter per process,
 // so a worker and a console in the same process share it.
 //

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -43,7 +44,7 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 	}
 	q := &Queue{db: db, space: space, k: newKeys(space), opts: opts}
 	// Idempotent: a retry after an unknown result reads what it wrote.
-	err := kv.TransactWatched(ctx, db, func(tr kv.Transaction, _ bool) error {
+	err := txn.TransactWatched(ctx, db, func(tr kv.Transaction, _ bool) error {
 		v, err := tr.Get(q.k.cfg).Get()
 		if err != nil {
 			return err
@@ -135,5 +136,5 @@ func validTaskType(t string) error {
 // and a retry checks for the outcome it intended before reporting a lost
 // lease or a duplicate.
 func (q *Queue) transact(ctx context.Context, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
-	return kv.TransactWatched(ctx, q.db, fn)
+	return txn.TransactWatched(ctx, q.db, fn)
 }

@@ -139,7 +139,7 @@ func (p *subParser) element() (any, error) {
 		return str, nil
 	}
 	// A bare element runs to the next ',' or ')': an integer if it reads as
-	// one, else a string (as worker.ParseSubspace reads it).
+	// one, else a string (as workermain.ParseSubspace reads it).
 	i := p.pos
 	for i < len(p.s) && p.s[i] != ',' && p.s[i] != ')' {
 		if p.s[i] == '"' || p.s[i] == '(' {

@@ -30,8 +30,10 @@
 // AddDuty) are shared by the running workers: exactly one runs each duty per
 // period, taking it with a small record in the database, with no leader.
 //
-// Time comes from a clock.Clock: every loop sleeps through Clock.After, so a
-// test drives a worker with a clock.Fake and no real sleeping.
+// Time comes from one clock.Clock: every loop sleeps through its After, and
+// the lanes heartbeat ticks on its NewTicker, so a test drives a worker (and
+// the in-memory engine, given the same clock) with one clock.Fake and no
+// real sleeping.
 //
 // Graceful shutdown (Stop, or Run's context ending) stops claiming, gives
 // running jobs Config.ShutdownTimeout to finish, then cancels the rest and

@@ -13,8 +13,9 @@ var (
 	ErrInvalidConfig = errors.New("worker: invalid configuration")
 	// ErrStarted is returned by Register after Run, and by a second Run.
 	ErrStarted = errors.New("worker: already started")
-	// ErrKilled is returned by Run after Kill, and by job operations of a
-	// killed worker.
+	// ErrKilled is returned by Run, and by job operations, of a worker
+	// killed as a crash would kill it (tests and demos simulate crashes;
+	// a production worker never sees it).
 	ErrKilled = errors.New("worker: killed")
 	// ErrShutdown is the cause of a handler's context when the worker stops
 	// and the handler outlived Config.ShutdownTimeout; its job is released.

@@ -82,7 +82,7 @@ type RawJob = Job[[]byte]
 // or Cancel(reason) to dead-letter it. ctx is cancelled when the lease is
 // lost (cause quick.ErrLeaseLost), when the handler outlives its Timeout
 // (ErrHandlerTimeout) or Config.ShutdownTimeout on Stop (ErrShutdown), and
-// on Kill (ErrKilled); context.Cause tells which.
+// on a simulated crash (ErrKilled); context.Cause tells which.
 type Handler[T any] func(ctx context.Context, job *Job[T]) error
 
 // execFunc runs a handler on a job state: decoding, then the call.

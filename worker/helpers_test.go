@@ -110,7 +110,7 @@ func (e *env) start(w *Worker) *runHandle {
 			return
 		default:
 		}
-		w.Kill()
+		w.kill()
 		<-h.done
 	})
 	return h

@@ -129,7 +129,7 @@ func TestEnqueueWakesOnlySleepers(t *testing.T) {
 		t.Fatalf("delayed enqueue with a sleeper: %d mutations, want 3", delayed.Mutations)
 	}
 	// A worker that dies asleep stops counting when its sleep would end.
-	w.Kill()
+	w.kill()
 	e.clk.Advance(2 * time.Hour)
 	if late := enqueue(quick.NewJob{TaskType: "sleepy"}); late.Mutations != 3 {
 		t.Fatalf("enqueue after the sleeper died: %d mutations, want 3", late.Mutations)

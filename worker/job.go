@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -106,7 +107,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	if err != nil {
 		return err
 	}
-	cw := kv.WatchCommits(tr)
+	cw := txn.WatchCommits(tr)
 	ack := quick.Ack{Lease: st.lease, Kind: kind, Error: reason}
 	var lost error
 	err = kv.Retry(ctx, cw, func(tr kv.Transaction) error {

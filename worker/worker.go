@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/lanes"
+	"github.com/quickfdb/quickfdb/internal/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -120,7 +120,7 @@ type Worker struct {
 	byType  map[string]*runner
 	started bool
 
-	// bg carries every operation of the worker; only Kill and the end of a
+	// bg carries every operation of the worker; only kill and the end of a
 	// shutdown cancel it, so a graceful stop never aborts a commit midway.
 	bg       context.Context
 	bgCancel context.CancelFunc
@@ -132,7 +132,7 @@ type Worker struct {
 	done     chan struct{} // closed when Run has returned
 	loops    sync.WaitGroup
 	// loopsStarted is closed once Run has started every loop (or returned
-	// without): Kill waits for it before loops.Wait, since a WaitGroup's Add
+	// without): kill waits for it before loops.Wait, since a WaitGroup's Add
 	// must not race its Wait.
 	loopsStarted     chan struct{}
 	loopsStartedOnce sync.Once
@@ -269,9 +269,9 @@ func (w *Worker) stopping() bool {
 	}
 }
 
-// Run runs the worker until ctx is done or Stop or Kill is called, then
-// shuts down gracefully (unless killed). It returns nil after a clean
-// shutdown, ErrKilled after Kill, and otherwise what went wrong while
+// Run runs the worker until ctx is done or Stop is called, then shuts down
+// gracefully. It returns nil after a clean shutdown, ErrKilled after a
+// simulated crash (tests and demos only), and otherwise what went wrong while
 // shutting down (a release or a deregistration that failed).
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
@@ -351,13 +351,15 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-// Kill stops everything at once, as a crash would: no release, no ack
+// kill stops everything at once, as a crash would: no release, no ack
 // flush, no deregistration. Handler contexts are cancelled and whatever
 // they return is dropped; their jobs stay leased until their leases lapse
-// and another worker takes them. Kill waits for the worker's own loops to
+// and another worker takes them. kill waits for the worker's own loops to
 // exit (not for handlers), so nothing it does afterwards writes to the
-// database except a commit that was already in flight. For tests and demos.
-func (w *Worker) Kill() {
+// database except a commit that was already in flight. Tests and demos
+// reach it through internal/testhooks.KillWorker; no production code should
+// crash a worker on purpose.
+func (w *Worker) kill() {
 	w.killed.Store(true)
 	w.bgCancel()
 	w.killOnce.Do(func() { close(w.killCh) })

@@ -145,7 +145,7 @@ func TestKilledWorkerJobTakenAfterLease(t *testing.T) {
 	if first.Lease.Attempt != 1 {
 		t.Fatalf("attempt %d", first.Lease.Attempt)
 	}
-	a.Kill()
+	a.kill()
 	<-ha.done
 	if !errors.Is(ha.err, ErrKilled) {
 		t.Fatalf("Run after Kill returned %v", ha.err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -380,7 +381,7 @@ func (a *app) demo(c *cli.Context) error {
 				held := counts.orphan(id)
 				for i, w := range ws {
 					if ids[i] == id {
-						w.Kill()
+						testhooks.KillWorker(w)
 					}
 				}
 				sum.Killed, sum.KilledHolding, sum.KilledAtMs = id, held, now.Sub(clockStart).Milliseconds()

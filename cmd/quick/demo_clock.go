@@ -3,6 +3,9 @@ package main
 import (
 	"sync"
 	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/afterclock"
 )
 
 // lapseClock is the demo's clock: real time, run faster (a time-lapse)
@@ -79,4 +82,10 @@ func (c *lapseClock) After(d time.Duration) <-chan time.Time {
 		}
 	}()
 	return ch
+}
+
+func (c *lapseClock) NewTimer(d time.Duration) clock.Timer { return afterclock.NewTimer(c.After, d) }
+
+func (c *lapseClock) NewTicker(d time.Duration) clock.Ticker {
+	return afterclock.NewTicker(c.After, d)
 }

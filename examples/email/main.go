@@ -238,7 +238,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	a := ex.Start(wa)
-	defer a.W.Kill() // a no-op once it was killed
+	defer a.Abort() // a no-op once it was killed
 
 	orders := map[int]string{4127: "ada@example.com", 4128: "grace@example.com", 4129: "edsger@example.com"}
 	enqueue := func(order int, why string) (quick.ID, error) {
@@ -303,7 +303,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	b := ex.Start(wb)
-	defer b.W.Kill()
+	defer b.Abort()
 	env.Printf("worker-b started: the job is not runnable until worker-a's lease lapses")
 	if err := env.PassUntil(ctx, info.RunAt.Add(100*time.Millisecond)); err != nil {
 		return err

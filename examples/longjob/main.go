@@ -11,7 +11,7 @@
 // It runs in three roles:
 //
 //	-role both      (default) the scenario, in one process: worker-a runs the
-//	                job, is killed during a step (worker.Kill: no release, no
+//	                job, is killed during a step (a simulated crash: no release, no
 //	                ack, as a crash), and worker-b resumes it once the lease
 //	                lapses
 //	-role producer  enqueue one job and exit (FoundationDB only)
@@ -181,7 +181,7 @@ func scenario(ctx context.Context, env *ex.Env, f *ex.Flags, im *importer, opts 
 		return err
 	}
 	a := ex.Start(wa)
-	defer a.W.Kill() // a no-op once killed
+	defer a.Abort() // a no-op once killed
 
 	res, err := env.Queue.Insert(ctx, job, nil)
 	if err != nil {
@@ -222,7 +222,7 @@ func scenario(ctx context.Context, env *ex.Env, f *ex.Flags, im *importer, opts 
 		return err
 	}
 	b := ex.Start(wb)
-	defer b.W.Kill()
+	defer b.Abort()
 	env.Printf("worker-b started: the job is not runnable until worker-a's lease lapses")
 	if err := env.PassUntil(ctx, info.RunAt.Add(100*time.Millisecond)); err != nil {
 		return err

@@ -4,9 +4,10 @@
 // exactly and runs each of them, so the README's code always compiles and
 // does what the README says.
 //
-// As a program it is the README's worker binary for one task type:
+// As a program it is the README's worker binary for one task type, for
+// FoundationDB only (a production worker refuses -embedded; main_test.go
+// runs the same setup on the in-memory engine):
 //
-//	go run ./examples/readme -embedded
 //	go run -tags fdb ./examples/readme -cluster-file /etc/foundationdb/fdb.cluster
 package main
 
@@ -20,6 +21,7 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
 // readme:begin args
@@ -38,6 +40,29 @@ func openFDB() (kv.Database, error) {
 	db, err := fdbkv.Open("") // "" is FDB's default cluster file; needs a build with -tags fdb
 	// readme:end
 	return db, err
+}
+
+// openOnFDB is the README's queue on the application's own fdb.Database,
+// and enqueueInFDBTx the body of its own
+// fdbDB.Transact(func(tr fdb.Transaction) (any, error) {...}). They take
+// any, as fdbkv's entry points do, so this file compiles without the fdb
+// build tag (and the binding's cgo).
+func openOnFDB(ctx context.Context, fdbDB any) (*quick.Queue, error) {
+	// readme:begin fdbopen
+	q, err := quick.Open(ctx, fdbkv.FromDatabase(fdbDB), tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	// readme:end
+	return q, err
+}
+
+func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
+	// readme:begin fdbtx
+	ktr, err := fdbkv.FromTransaction(tr) // tr is your fdb.Transaction
+	if err != nil {
+		return nil, err
+	}
+	_, err = q.InsertTx(ktr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{})
+	return nil, err
+	// readme:end
 }
 
 // signUp is the README's enqueue: the user's row and the welcome email's
@@ -86,9 +111,11 @@ func sendEmail(ctx context.Context, job *worker.Job[SendEmail]) error {
 
 // readme:begin main
 func main() {
-	worker.Main(func(w *worker.Worker) error {
-		return worker.Register(w, sendEmail, worker.HandlerOptions{Concurrency: 20})
-	})
+	workermain.Main(setup)
+}
+
+func setup(w *worker.Worker) error {
+	return worker.Register(w, sendEmail, worker.HandlerOptions{Concurrency: 20})
 }
 
 // readme:end

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -18,13 +19,23 @@ import (
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
-// TestMain lets TestMainRegion run this package's main as a child process.
+// TestMain lets TestMainRegion run this package's main, and its setup on
+// the in-memory engine, as child processes.
 func TestMain(m *testing.M) {
-	if os.Getenv("QUICKFDB_README_MAIN") == "1" {
-		os.Args = []string{"readme", "-embedded", "-log-level", "debug"}
+	switch os.Getenv("QUICKFDB_README_MAIN") {
+	case "main":
+		os.Args = []string{"readme", "-embedded"}
 		main()
+		return
+	case "demo":
+		err := workermain.RunMain(setup, workermain.MainOptions{AllowEmbedded: true, Args: []string{"-embedded", "-log-level", "debug"}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	os.Exit(m.Run())
@@ -116,6 +127,31 @@ func TestOpenRegion(t *testing.T) {
 	}
 }
 
+// TestFDBRegions: the FDB entry points compile without the fdb tag and
+// then fail with an error that says to build with it; with the tag, a value
+// that is not the binding's is refused.
+func TestFDBRegions(t *testing.T) {
+	ctx := context.Background()
+	type notFDB struct{}
+	_, err := openOnFDB(ctx, notFDB{})
+	want := fdbkv.ErrNotBuilt
+	if fdbkv.Built {
+		want = fdbkv.ErrNotFDB
+	}
+	if !errors.Is(err, want) || (!fdbkv.Built && !strings.Contains(err.Error(), "-tags fdb")) {
+		t.Fatalf("openOnFDB: %v, want %v", err, want)
+	}
+	db := memkv.Open(memkv.Options{})
+	defer db.Close()
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enqueueInFDBTx(q, notFDB{}); !errors.Is(err, want) {
+		t.Fatalf("enqueueInFDBTx: %v, want %v", err, want)
+	}
+}
+
 // TestEnqueueAndWorkerRegions: the user's row and its job commit together,
 // and the README's worker sends the email.
 func TestEnqueueAndWorkerRegions(t *testing.T) {
@@ -160,8 +196,10 @@ func TestEnqueueAndWorkerRegions(t *testing.T) {
 	}
 }
 
-// TestMainRegion runs main (worker.Main) as a process on the embedded
-// engine and stops it with SIGINT: it starts, registers send_email, and
+// TestMainRegion runs main (workermain.Main) as a process: asked for the
+// in-memory engine, it refuses and exits 1 without starting a worker.
+// Then it runs main's setup the way a demo program may, on the in-memory
+// engine, and stops it with SIGINT: it starts, registers send_email, and
 // exits 0.
 func TestMainRegion(t *testing.T) {
 	if testing.Short() {
@@ -171,8 +209,16 @@ func TestMainRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	refused := exec.Command(exe, "-test.run", "^$")
+	refused.Env = append(os.Environ(), "QUICKFDB_README_MAIN=main")
+	out, err := refused.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "-embedded is not allowed") || strings.Contains(string(out), "worker: starting") {
+		t.Fatalf("main -embedded: %v, want exit 1 with the refusal and no worker started:\n%s", err, out)
+	}
+
 	cmd := exec.Command(exe, "-test.run", "^$")
-	cmd.Env = append(os.Environ(), "QUICKFDB_README_MAIN=1")
+	cmd.Env = append(os.Environ(), "QUICKFDB_README_MAIN=demo")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -284,7 +284,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	env.Printf("app: registered the schedule tombstone-sweep %q", spec)
 	r := ex.Start(w)
-	defer r.W.Kill() // a no-op once stopped
+	defer r.Abort() // a no-op once stopped
 
 	if err := env.WaitFor(ctx, "the manual sweep's cleanup", func() (bool, error) {
 		page, err := env.Queue.List(ctx, quick.ListOptions{TaskType: "cleanup"})

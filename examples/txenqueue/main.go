@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	r := ex.Start(w)
-	defer r.W.Kill() // a no-op once stopped
+	defer r.Abort() // a no-op once stopped
 	if err := env.WaitFor(ctx, "ada's welcome job", func() (bool, error) { return env.JobsGone(ctx, adaJob) }); err != nil {
 		return err
 	}

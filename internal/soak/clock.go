@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/afterclock"
 )
 
 // workerClock is one worker's time: real time shifted by a fixed offset (a
 // badly set clock), and pausable. The worker runtime sleeps only through
-// Clock.After, so holding every After while paused freezes the worker as a
+// Clock.After (and its timers and tickers, built on After), so holding every After while paused freezes the worker as a
 // stopped process or a long GC pause would: its lease keeper stops renewing
 // and its handlers stop, while real time, and so the lease deadlines the
 // other workers see, moves on. Now keeps running during a pause, as a wall
@@ -37,6 +38,14 @@ func (c *workerClock) After(d time.Duration) <-chan time.Time {
 		ch <- c.Now()
 	}()
 	return ch
+}
+
+func (c *workerClock) NewTimer(d time.Duration) clock.Timer {
+	return afterclock.NewTimer(c.After, d)
+}
+
+func (c *workerClock) NewTicker(d time.Duration) clock.Ticker {
+	return afterclock.NewTicker(c.After, d)
 }
 
 func (c *workerClock) waitResumed() {

@@ -15,7 +15,7 @@ import (
 // TestHistoryWaitsForInFlightCronCompletions is defect 9's cause, by hand:
 // a cron occurrence's handler has returned and the transaction that
 // completes it and enqueues its successor is in flight when its worker is
-// killed. worker.Kill waits for neither, and the commit goes on. The soak
+// killed. A kill (testhooks.KillWorker) waits for neither, and the commit goes on. The soak
 // reads the history only once h.handlers is done, so that span must cover
 // the completing transaction. Before the fix it ended when the user
 // handler returned: the history could be read between the chain's holder

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
@@ -52,9 +53,9 @@ func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) 
 	return sw, nil
 }
 
-// Kill stops the worker as a crash would (worker.Kill): no release, no ack
+// Kill stops the worker as a crash would (testhooks.KillWorker): no release, no ack
 // flush, no deregistration; its leases lapse.
-func (s *soakWorker) Kill() { s.w.Kill() }
+func (s *soakWorker) Kill() { testhooks.KillWorker(s.w) }
 
 // Wait blocks until the worker's Run has returned.
 func (s *soakWorker) Wait() { <-s.done }

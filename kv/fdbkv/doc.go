@@ -11,10 +11,11 @@
 //
 //	go test -tags fdb ./...
 //
-// Without the tag the package still builds, with the same Open and
-// OpenDirectory functions, but they return an error wrapping ErrNotBuilt, and
-// Built is false. New, Wrap and WrapRead, which take binding types, exist only
-// with the tag.
+// Without the tag the package still builds, with the same Open,
+// OpenDirectory, FromDatabase, FromTransaction and FromReadTransaction
+// functions, but they fail with an error wrapping ErrNotBuilt (which says to
+// build with -tags fdb), and Built is false. New, Wrap, WrapRead and FDB,
+// which name binding types, exist only with the tag.
 //
 // # Usage
 //
@@ -24,16 +25,26 @@
 //
 // Open selects API version 730 unless the process already selected one (it
 // then keeps it; versions below MinAPIVersion are refused). An application
-// that already has an fdb.Database wraps it with New; one that wants to
-// enqueue jobs inside its own transaction wraps that transaction with Wrap
-// (or a read-only one with WrapRead) and passes the result to quickfdb, then
-// commits it itself:
+// that already has an fdb.Database opens a queue on it with FromDatabase;
+// one that wants to enqueue jobs inside its own transaction adapts that
+// transaction with FromTransaction (or a read-only one with
+// FromReadTransaction) and passes the result to quickfdb, then commits it
+// itself:
 //
-//	_, err := fdbDB.Transact(func(tr fdb.Transaction) (any, error) {
+//	q, err := quick.Open(ctx, fdbkv.FromDatabase(fdbDB), space, quick.Options{})
+//	...
+//	_, err = fdbDB.Transact(func(tr fdb.Transaction) (any, error) {
 //		tr.Set(myKey, myValue)
-//		_, err := q.EnqueueTx(fdbkv.Wrap(tr), job) // same commit
+//		ktr, err := fdbkv.FromTransaction(tr)
+//		if err != nil {
+//			return nil, err // ErrNotBuilt without -tags fdb
+//		}
+//		_, err = q.EnqueueTx(ktr, job) // same commit
 //		return nil, err
 //	})
+//
+// The From functions take any so that this code compiles with or without
+// the fdb tag; with the tag they are New, Wrap and WrapRead.
 //
 // OpenDirectory resolves a path with FoundationDB's directory layer and
 // returns its key prefix, for placing a queue in a directory.

@@ -12,6 +12,7 @@ const APIVersion = 730
 // transaction size estimate since 620).
 const MinAPIVersion = 620
 
-// ErrNotBuilt is returned (wrapped) by Open and OpenDirectory when the package
+// ErrNotBuilt is returned (wrapped) by Open, OpenDirectory and the From
+// functions (and by every operation of FromDatabase's database) when the package
 // was compiled without the fdb build tag. Test for it with errors.Is.
 var ErrNotBuilt = errors.New("fdbkv: built without FoundationDB support: install the FoundationDB client (libfdb_c 7.3) and build with -tags fdb")

@@ -25,3 +25,9 @@ func Open(clusterFile string) (kv.Database, error) {
 func OpenDirectory(db kv.Database, path []string) ([]byte, error) {
 	return nil, fmt.Errorf("fdbkv: open directory %q: %w", path, ErrNotBuilt)
 }
+
+// Without the fdb tag nothing can be adapted: the binding's types are not
+// compiled in.
+func fromDatabase(any) (kv.Database, error)               { return nil, ErrNotBuilt }
+func fromTransaction(any) (kv.Transaction, error)         { return nil, ErrNotBuilt }
+func fromReadTransaction(any) (kv.ReadTransaction, error) { return nil, ErrNotBuilt }

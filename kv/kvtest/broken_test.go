@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/kvtest"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -87,10 +88,10 @@ func TestSuiteCatchesBrokenEngines(t *testing.T) {
 				if !ok {
 					t.Fatalf("no case %q", name)
 				}
-				clock := memkv.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-				inner := memkv.Open(memkv.Options{Clock: clock})
+				clk := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+				inner := memkv.Open(memkv.Options{Clock: clk})
 				db := &brokenDB{inner: inner, wrap: m.tx, noRetry: m.noTry}
-				h := kvtest.Harness{DB: db, Prefix: []byte("broken\x00"), Advance: clock.Advance, Engine: "memkv"}
+				h := kvtest.Harness{DB: db, Prefix: []byte("broken\x00"), Advance: clk.Advance, Engine: "memkv"}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				err := c.Run(ctx, h)
 				cancel()

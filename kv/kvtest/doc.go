@@ -30,10 +30,10 @@
 //
 //	func TestConformance(t *testing.T) {
 //		kvtest.Run(t, func(t *testing.T) kvtest.Harness {
-//			clock := memkv.NewManualClock(time.Now())
-//			db := memkv.Open(memkv.Options{Clock: clock})
+//			clk := clock.NewFake(time.Now())
+//			db := memkv.Open(memkv.Options{Clock: clk})
 //			t.Cleanup(func() { db.Close() })
-//			return kvtest.Harness{DB: db, Prefix: []byte("t/"), Advance: clock.Advance, Engine: "memkv"}
+//			return kvtest.Harness{DB: db, Prefix: []byte("t/"), Advance: clk.Advance, Engine: "memkv"}
 //		})
 //	}
 //

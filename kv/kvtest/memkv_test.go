@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv/kvtest"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 )
@@ -13,13 +14,13 @@ import (
 // same from its package; this one keeps kvtest's tests self-contained.)
 func TestConformanceMemkv(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kvtest.Harness {
-		clock := memkv.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-		db := memkv.Open(memkv.Options{Clock: clock})
+		clk := clock.NewFake(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+		db := memkv.Open(memkv.Options{Clock: clk})
 		t.Cleanup(func() { db.Close() })
 		return kvtest.Harness{
 			DB:      db,
 			Prefix:  []byte("kvtest\x00"),
-			Advance: clock.Advance,
+			Advance: clk.Advance,
 			Engine:  "memkv",
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv/kvtest"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 )
@@ -13,13 +14,13 @@ import (
 // each case.
 func TestConformance(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kvtest.Harness {
-		clock := memkv.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		db := memkv.Open(memkv.Options{Clock: clock})
+		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		db := memkv.Open(memkv.Options{Clock: clk})
 		t.Cleanup(func() { _ = db.Close() })
 		return kvtest.Harness{
 			DB:      db,
 			Prefix:  []byte("conformance/"),
-			Advance: clock.Advance,
+			Advance: clk.Advance,
 			Engine:  "memkv",
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -14,7 +15,7 @@ import (
 // concurrent use by many goroutines.
 type DB struct {
 	opts   Options
-	clock  Clock
+	clock  clock.Clock
 	start  time.Time // engine clock at Open: version initialVersion
 	window int64     // MVCCWindow in versions
 

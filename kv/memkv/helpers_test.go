@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -13,9 +14,9 @@ import (
 var testEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newTestDB opens a database on a manual clock.
-func newTestDB(t testing.TB) (*DB, *ManualClock) {
+func newTestDB(t testing.TB) (*DB, *clock.Fake) {
 	t.Helper()
-	clk := NewManualClock(testEpoch)
+	clk := clock.NewFake(testEpoch)
 	db := Open(Options{Clock: clk})
 	t.Cleanup(func() { _ = db.Close() })
 	return db, clk

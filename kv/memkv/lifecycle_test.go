@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -66,7 +67,7 @@ func TestMVCCWindow(t *testing.T) {
 }
 
 func TestMVCCWindowOption(t *testing.T) {
-	clk := NewManualClock(testEpoch)
+	clk := clock.NewFake(testEpoch)
 	db := Open(Options{Clock: clk, MVCCWindow: time.Second})
 	defer db.Close()
 	tr := begin(t, db)

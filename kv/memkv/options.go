@@ -1,56 +1,16 @@
 package memkv
 
 import (
-	"sync"
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
 )
 
-// Clock is the engine clock. It drives the MVCC window (reads and commits
-// more than MVCCWindow after their read version fail with 1007), transaction
-// timeouts and the pace of versions (about 1,000,000 a second, as FDB's). It
-// must not go backwards. It is separate from any clock the queue itself uses.
-type Clock interface {
-	Now() time.Time
-}
-
-// realClock is the default engine clock. time.Now carries a monotonic
-// reading, so differences between its values are immune to wall-clock steps.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-// ManualClock is a Clock that moves only when told to, for tests that need to
-// step past the MVCC window or a timeout without sleeping. The zero value
-// starts at the zero time and is ready to use.
-type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewManualClock returns a ManualClock reading start.
-func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start}
-}
-
-// Now returns the clock's current reading.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d; a negative d is ignored, since the
-// engine clock must not go backwards.
-func (c *ManualClock) Advance(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// The engine clock (Options.Clock) drives the MVCC window (reads and
+// commits more than MVCCWindow after their read version fail with 1007),
+// transaction timeouts and the pace of versions (about 1,000,000 a second,
+// as FDB's). It must not go backwards: a clock.Fake never does. It may be
+// the same clock the queue uses, so one Fake drives both.
 
 // LatencyRange is a uniform distribution of delays between Min and Max. The
 // zero value injects no delay.
@@ -92,8 +52,9 @@ type Backoff struct {
 
 // Options configure an engine. The zero value is a usable default.
 type Options struct {
-	// Clock is the engine clock (default: the real monotonic clock).
-	Clock Clock
+	// Clock is the engine clock (default: the real clock, whose readings
+	// carry Go's monotonic time, immune to wall-clock steps).
+	Clock clock.Clock
 	// MaxWatches caps the watches armed at once (default 10,000, FDB's
 	// default); arming one more fails it with 1032 too_many_watches.
 	MaxWatches int
@@ -123,9 +84,7 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.Clock == nil {
-		o.Clock = realClock{}
-	}
+	o.Clock = clock.Or(o.Clock)
 	o.Wait = clock.Or(o.Wait)
 	if o.MaxWatches <= 0 {
 		o.MaxWatches = defaultMaxWatches

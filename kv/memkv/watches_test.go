@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -118,7 +119,7 @@ func TestWatchSeesOwnWrites(t *testing.T) {
 }
 
 func TestWatchCancelAndLimit(t *testing.T) {
-	clk := NewManualClock(testEpoch)
+	clk := clock.NewFake(testEpoch)
 	db := Open(Options{Clock: clk, MaxWatches: 2})
 	defer db.Close()
 	w1 := watchCommitted(t, db, "a")

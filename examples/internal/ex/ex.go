@@ -31,10 +31,12 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
+	"github.com/quickfdb/quickfdb/workermain"
 )
 
 // Speed is how much faster than real time the smoke clock runs.
@@ -43,13 +45,15 @@ const Speed = 10
 // Flags are an example's command-line flags: the worker binaries' flags
 // (-cluster-file, -embedded, -subspace, -log-level...) and -smoke.
 type Flags struct {
-	worker.Flags
+	workermain.Flags
 	Smoke bool
 }
 
 // Register adds the flags to fs; name sets the default subspace
 // (examples,<name>).
 func (f *Flags) Register(fs *flag.FlagSet, name string) {
+	// The examples are demos: the in-memory engine is their default.
+	f.AllowEmbedded = true
 	f.Flags.Register(fs)
 	fs.BoolVar(&f.Smoke, "smoke", false, "run the scenario on a fast fake clock (the default without -cluster-file; -smoke=false there runs it on the real clock)")
 	setDefault(fs, "subspace", "examples,"+name)
@@ -251,12 +255,17 @@ func (r *Running) Stop(ctx context.Context) error {
 // Kill kills the worker as a crash would (no release, no ack, no
 // goodbye) and waits until Run has returned.
 func (r *Running) Kill() error {
-	r.W.Kill()
+	testhooks.KillWorker(r.W)
 	if err := <-r.done; !errors.Is(err, worker.ErrKilled) {
 		return fmt.Errorf("killed worker %s returned %v, want %v", r.W.ID(), err, worker.ErrKilled)
 	}
 	return nil
 }
+
+// Abort kills the worker if it still runs, without waiting for Run: the
+// deferred cleanup of a scenario's error paths. A no-op once the worker
+// stopped or was killed.
+func (r *Running) Abort() { testhooks.KillWorker(r.W) }
 
 // Pass lets d pass: on the fake clock at once, on the real clock by
 // sleeping.

@@ -1,4 +1,4 @@
-package worker
+package workermain
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	qmetrics "github.com/quickfdb/quickfdb/metrics"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // serveMetrics serves exp at http://addr/metrics for RunMain's
 // -metrics-listen, and runs a queue depth reporter for the worker's task
 // types (only one reporter of the fleet measures at a time: see
 // metrics.DepthReporter). The returned function stops both.
-func serveMetrics(ctx context.Context, addr string, exp *qmetrics.Exporter, mp metric.MeterProvider, w *Worker, logger *slog.Logger) (func(), error) {
+func serveMetrics(ctx context.Context, addr string, exp *qmetrics.Exporter, mp metric.MeterProvider, w *worker.Worker, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: -metrics-listen %s: %w", ErrFlags, addr, err)

@@ -1,6 +1,10 @@
 // Package lanes shards a task type's jobs into lanes and shares the lanes out
 // among the workers that are alive, with no coordinator and no leader.
 //
+// It is internal: it is the worker runtime's machinery (package worker
+// runs a Tracker per task type), and the CLI and the web console read its
+// registry. Nothing in it is a promise to users.
+//
 // # Why lanes
 //
 // QuiCK has every worker scan the vested jobs and pick a random subset, so

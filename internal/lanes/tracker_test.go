@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -31,7 +32,7 @@ type env struct {
 	t     *testing.T
 	db    kv.Database
 	space tuple.Subspace
-	clock *ManualClock
+	clock *clock.Fake
 	opts  Options
 	reg   *Registry
 }
@@ -39,32 +40,32 @@ type env struct {
 func newEnv(t *testing.T, mod ...func(*Options)) *env {
 	t.Helper()
 	db, space := fdbtest.Open(t)
-	clock := NewManualClock(time.UnixMilli(1_700_000_000_000))
+	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
 	opts := Options{
-		HeartbeatPeriod: period, Timeout: timeout, Clock: clock,
+		HeartbeatPeriod: period, Timeout: timeout, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler), Host: "test-host",
 	}
 	for _, f := range mod {
 		f(&opts)
 	}
-	return &env{t: t, db: db, space: space, clock: clock, opts: opts, reg: NewRegistry(db, space, opts)}
+	return &env{t: t, db: db, space: space, clock: clk, opts: opts, reg: NewRegistry(db, space, opts)}
 }
 
 // newClockedEnv is newEnv on a private memkv database whose engine clock is
-// the manual clock: its read versions advance with the test's time, as a
+// the test's fake clock: its read versions advance with the test's time, as a
 // cluster's advance with real time, so clocks compare through versions.
 func newClockedEnv(t *testing.T, mod ...func(*Options)) *env {
 	t.Helper()
-	clock := NewManualClock(time.UnixMilli(1_700_000_000_000))
-	db, space := fdbtest.OpenMem(t, memkv.Options{Clock: clock})
+	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
+	db, space := fdbtest.OpenMem(t, memkv.Options{Clock: clk})
 	opts := Options{
-		HeartbeatPeriod: period, Timeout: timeout, Clock: clock,
+		HeartbeatPeriod: period, Timeout: timeout, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler), Host: "test-host",
 	}
 	for _, f := range mod {
 		f(&opts)
 	}
-	return &env{t: t, db: db, space: space, clock: clock, opts: opts, reg: NewRegistry(db, space, opts)}
+	return &env{t: t, db: db, space: space, clock: clk, opts: opts, reg: NewRegistry(db, space, opts)}
 }
 
 // skewed returns a registry on the same keys whose clock runs off ahead.
@@ -77,7 +78,7 @@ func (e *env) skewed(off time.Duration) *Registry {
 // offsetClock reads another clock shifted by a fixed offset: a worker whose
 // clock is set wrong.
 type offsetClock struct {
-	Clock
+	clock.Clock
 	off time.Duration
 }
 
@@ -629,7 +630,7 @@ func TestParameterMismatchLogged(t *testing.T) {
 }
 
 // Run joins, beats on the clock's ticks and leaves when cancelled; driven
-// by a ManualClock it needs no sleeping beyond waiting for goroutines.
+// by a clock.Fake it needs no sleeping beyond waiting for goroutines.
 func TestRun(t *testing.T) {
 	e := newEnv(t)
 	a := NewTracker(e.reg, "gc", "a", nLanes)
@@ -687,8 +688,8 @@ func (s *syncBuffer) String() string {
 
 func BenchmarkBeat(b *testing.B) {
 	db, space := fdbtest.Open(b)
-	clock := NewManualClock(time.Unix(0, 0))
-	reg := NewRegistry(db, space, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	clk := clock.NewFake(time.Unix(0, 0))
+	reg := NewRegistry(db, space, Options{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	var trs []*Tracker
 	for i := range 16 {
 		tr := NewTracker(reg, "gc", fmt.Sprint("w", i), 256)
@@ -699,7 +700,7 @@ func BenchmarkBeat(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		clock.Advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		if err := trs[i%len(trs)].Beat(context.Background()); err != nil {
 			b.Fatal(err)
 		}

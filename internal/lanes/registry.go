@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -28,9 +29,9 @@ type Options struct {
 	ExpireAfter time.Duration
 	// Replicas is how many live members watch each lane. Default 1.
 	Replicas int
-	// Clock is the time source. Default the real clock. If it implements
-	// TickerClock, Run takes its ticks from it.
-	Clock Clock
+	// Clock is the time source: liveness is measured on it, beats report
+	// it, and Run takes its ticks from it. Default the real clock.
+	Clock clock.Clock
 	// Logger receives lane changes, membership changes and beat failures.
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -54,9 +55,7 @@ func (o Options) withDefaults() Options {
 	if o.Replicas < 1 {
 		o.Replicas = 1
 	}
-	if o.Clock == nil {
-		o.Clock = realClock{}
-	}
+	o.Clock = clock.Or(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

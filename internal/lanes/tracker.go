@@ -443,18 +443,12 @@ func (t *Tracker) members(liveOnly bool) []Member {
 // Beat failures are logged, not returned: a worker that misses beats is
 // counted dead by the others after Timeout and comes back with its next
 // successful beat. Each round is bounded by Timeout, since a beat later
-// than that is worthless. Run takes its ticks from Options.Clock if it is a
-// TickerClock, so tests can drive it with a ManualClock.
+// than that is worthless. Run takes its ticks from Options.Clock, so tests
+// drive it with a clock.Fake.
 func (t *Tracker) Run(ctx context.Context) error {
 	o := t.reg.opts
-	var ticks <-chan time.Time
-	var stop func()
-	if tc, ok := o.Clock.(TickerClock); ok {
-		ticks, stop = tc.NewTicker(o.HeartbeatPeriod)
-	} else {
-		ticks, stop = realClock{}.NewTicker(o.HeartbeatPeriod)
-	}
-	defer stop()
+	ticker := o.Clock.NewTicker(o.HeartbeatPeriod)
+	defer ticker.Stop()
 	log := o.Logger.With("task_type", t.taskType, "worker", t.id)
 
 	t.mu.Lock()
@@ -486,7 +480,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 				cancel()
 			}
 			return ctx.Err()
-		case <-ticks:
+		case <-ticker.C():
 		}
 	}
 }

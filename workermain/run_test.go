@@ -1,4 +1,4 @@
-package worker
+package workermain
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 func TestParseSubspace(t *testing.T) {
@@ -46,14 +47,14 @@ func TestRunMainEmbedded(t *testing.T) {
 	const n = 5
 	done := make(chan struct{}, n)
 	var stderr bytes.Buffer
-	err := RunMain(func(w *Worker) error {
-		if err := RegisterRaw(w, "main", func(ctx context.Context, j *RawJob) error {
+	err := RunMain(func(w *worker.Worker) error {
+		if err := worker.RegisterRaw(w, "main", func(ctx context.Context, j *worker.RawJob) error {
 			done <- struct{}{}
 			if len(done) == n {
 				cancel()
 			}
 			return nil
-		}, HandlerOptions{}); err != nil {
+		}, worker.HandlerOptions{}); err != nil {
 			return err
 		}
 		jobs := make([]quick.NewJob, n)
@@ -63,9 +64,10 @@ func TestRunMainEmbedded(t *testing.T) {
 		_, err := w.Queue().Enqueue(ctx, jobs...)
 		return err
 	}, MainOptions{
-		Args:    []string{"-embedded", "-subspace", "test,main", "-concurrency", "2", "-lanes", "4", "-id", "main-test"},
-		Context: ctx,
-		Stderr:  &stderr,
+		AllowEmbedded: true,
+		Args:          []string{"-embedded", "-subspace", "test,main", "-concurrency", "2", "-lanes", "4", "-id", "main-test"},
+		Context:       ctx,
+		Stderr:        &stderr,
 	})
 	if err != nil {
 		t.Fatalf("RunMain: %v\n%s", err, stderr.String())
@@ -76,6 +78,28 @@ func TestRunMainEmbedded(t *testing.T) {
 	if !strings.Contains(stderr.String(), "worker: stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "level=WARN") || !strings.Contains(stderr.String(), "IN-MEMORY ENGINE") {
+		t.Fatalf("no warning that the run is on the in-memory engine:\n%s", stderr.String())
+	}
+}
+
+// A program that does not allow the in-memory engine refuses -embedded
+// before it opens anything or runs setup: a production worker cannot be
+// started on a database that forgets everything by a flag.
+func TestRunMainRefusesEmbedded(t *testing.T) {
+	ran := false
+	var stderr bytes.Buffer
+	err := RunMain(func(*worker.Worker) error { ran = true; return nil }, MainOptions{Args: []string{"-embedded"}, Stderr: &stderr})
+	if ran {
+		t.Fatal("setup ran on the in-memory engine in a program that did not allow it")
+	}
+	if !errors.Is(err, ErrEmbeddedNotAllowed) || !errors.Is(err, ErrFlags) {
+		t.Fatalf("RunMain -embedded without AllowEmbedded: %v, want ErrEmbeddedNotAllowed", err)
+	}
+	f := Flags{Embedded: true, Subspace: "quick"}
+	if _, _, err := f.Open(); !errors.Is(err, ErrEmbeddedNotAllowed) {
+		t.Fatalf("Flags.Open -embedded without AllowEmbedded: %v, want ErrEmbeddedNotAllowed", err)
+	}
 }
 
 // Without the fdb build tag, -cluster-file fails with an error that says how
@@ -84,7 +108,7 @@ func TestRunMainEmbedded(t *testing.T) {
 // (This used to skip on any unexpected outcome, so it could not fail.)
 func TestRunMainWithoutFDBBuild(t *testing.T) {
 	ran := false
-	err := RunMain(func(*Worker) error { ran = true; return nil }, MainOptions{Args: []string{"-cluster-file", "/nonexistent"}, Stderr: &bytes.Buffer{}})
+	err := RunMain(func(*worker.Worker) error { ran = true; return nil }, MainOptions{Args: []string{"-cluster-file", "/nonexistent"}, Stderr: &bytes.Buffer{}})
 	if ran {
 		t.Fatal("setup ran without a database")
 	}

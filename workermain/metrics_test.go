@@ -1,4 +1,4 @@
-package worker
+package workermain
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
@@ -32,6 +33,10 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// waitLimit bounds every wait on a condition. It is a failure deadline,
+// never a measure: a passing run waits only for the condition.
+const waitLimit = 20 * time.Second
+
 var metricsAddr = regexp.MustCompile(`msg="worker: serving metrics" addr=(\S+)`)
 
 // TestRunMainMetrics: -metrics-listen serves the worker's OpenTelemetry
@@ -43,16 +48,16 @@ func TestRunMainMetrics(t *testing.T) {
 	ran := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- RunMain(func(w *Worker) error {
-			if err := RegisterRaw(w, "metered", func(ctx context.Context, j *RawJob) error {
+		errc <- RunMain(func(w *worker.Worker) error {
+			if err := worker.RegisterRaw(w, "metered", func(ctx context.Context, j *worker.RawJob) error {
 				ran <- struct{}{}
 				return nil
-			}, HandlerOptions{}); err != nil {
+			}, worker.HandlerOptions{}); err != nil {
 				return err
 			}
 			_, err := w.Queue().Enqueue(ctx, quick.NewJob{TaskType: "metered"}, quick.NewJob{TaskType: "metered", Delay: time.Hour})
 			return err
-		}, MainOptions{Args: []string{"-embedded", "-metrics-listen", "127.0.0.1:0"}, Context: ctx, Stderr: &stderr})
+		}, MainOptions{AllowEmbedded: true, Args: []string{"-embedded", "-metrics-listen", "127.0.0.1:0"}, Context: ctx, Stderr: &stderr})
 	}()
 	var addr string
 	deadline := time.Now().Add(waitLimit)
