@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
@@ -74,7 +75,7 @@ func TestPeriodicRunsDeclaredJobs(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- w1.Run(context.Background()) }()
-	t.Cleanup(func() { w1.Kill(); <-done })
+	t.Cleanup(func() { testhooks.KillWorker(w1); <-done })
 	d := &clockDriver{t: t, e: e}
 	e.clk.Set(epoch.Add(2 * time.Minute))
 	d.until("tick and report to run", func() bool {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/wake"
-	"github.com/quickfdb/quickfdb/internal/lanes"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 

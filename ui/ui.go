@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/internal/lanes"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"

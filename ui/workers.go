@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/lanes"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 

@@ -15,7 +15,7 @@ func TestRuntimeImportsNoEngine(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on PATH to list the imports with")
 	}
-	runtime := []string{"worker", "quick", "cron", "internal/lanes", "internal/txn", "clock", "kv", "metrics"}
+	runtime := []string{"worker", "quick", "cron", "lanes", "internal/txn", "clock", "kv", "metrics"}
 	engines := []string{"kv/memkv", "kv/fdbkv"}
 	const mod = "github.com/quickfdb/quickfdb/"
 	for _, tags := range []string{"", "fdb"} {

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/internal/lanes"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/lanes"
+	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // joinWorkers registers workers the way the worker runtime does, in the

@@ -60,7 +60,7 @@ func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = q.InsertTx(ktr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, quick.NewJob{})
+	_, err = q.InsertTx(ktr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, nil)
 	return nil, err
 	// readme:end
 }

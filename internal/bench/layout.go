@@ -5,9 +5,9 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/quickfdb/quickfdb/internal/lanes"
 	"github.com/quickfdb/quickfdb/internal/wire"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )

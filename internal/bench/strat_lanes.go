@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/lanes"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
