@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/internal/testhooks"
+	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
