@@ -89,7 +89,8 @@ func TestAcceptanceWorkers(t *testing.T) {
 		t.Skip("1,000 simulated minutes")
 	}
 	var faulty *kv.FaultyDB
-	e := newEnv(t, func(db kv.Database) kv.Database {
+	// Versions follow the fake clock: see newClockedEnv.
+	e := newClockedEnv(t, func(db kv.Database) kv.Database {
 		faulty = kv.WithFaults(db, kv.Faults{Seed: 7, UnknownCommitted: 0.02, UnknownNotCommitted: 0.02, Conflict: 0.02})
 		return faulty
 	})
@@ -97,8 +98,12 @@ func TestAcceptanceWorkers(t *testing.T) {
 	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick", MaxAttempts: 3})
 
 	// Workers watch every lane (Replicas 4) and beat once a day: the test
-	// jumps the fake clock a minute at a time, which frequent heartbeats
-	// would read as clock skew; the lanes registry is not what this tests.
+	// jumps the fake clock a minute at a time, past any registry timeout of
+	// frequent heartbeats, so the workers would refuse to claim on stale
+	// heartbeats; the lanes registry is not what this tests. So each judges
+	// its clock once, at Join, and keeps that standing all run: versions
+	// must follow the fake clock (newClockedEnv), or a worker that joins
+	// after a jump stands by for the whole run.
 	const nWorkers = 4
 	ws := make([]*worker.Worker, nWorkers)
 	done := make([]chan error, nWorkers)
@@ -128,7 +133,7 @@ func TestAcceptanceWorkers(t *testing.T) {
 		}
 	})
 
-	stepper := &clockDriver{t: t, e: e}
+	stepper := &clockDriver{t: t, e: e, workers: ws}
 	for m := 1; m <= acceptMinutes; m++ {
 		at := epoch.Add(time.Duration(m) * time.Minute)
 		e.clk.Set(at)
@@ -165,8 +170,9 @@ const waitLimit = 20 * time.Second
 // the fake clock 5 s at a time when they have nothing left to do at the
 // current time (a retry's backoff, a lapsing lease).
 type clockDriver struct {
-	t testing.TB
-	e *env
+	t       testing.TB
+	e       *env
+	workers []*worker.Worker // described when a wait times out
 }
 
 func (d *clockDriver) until(what string, cond func() bool) {
@@ -186,7 +192,7 @@ func (d *clockDriver) until(what string, cond func() bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("timed out waiting for %s (fake time %v)%s", what, d.e.clk.Now(), d.e.diagnose("tick"))
+			d.t.Fatalf("timed out waiting for %s (fake time %v)%s%s", what, d.e.clk.Now(), d.e.diagnose("tick"), d.describeWorkers())
 		}
 		if diag := d.e.diagnose("tick"); strings.Contains(diag, ErrCompletionOrder.Error()) {
 			d.t.Fatalf("waiting for %s: the worker enqueues the successor before completing the occurrence, so quick's unique key still holds it; "+
@@ -194,6 +200,19 @@ func (d *clockDriver) until(what string, cond func() bool) {
 		}
 		d.e.clk.Advance(5 * time.Second)
 	}
+}
+
+// describeWorkers says what each worker watches and how often it refused
+// to claim: a worker on standby (clock judged off) or not knowing the
+// paused types watches no lane or refuses every round.
+func (d *clockDriver) describeWorkers() string {
+	out := ""
+	for _, w := range d.workers {
+		st := w.Stats()
+		out += fmt.Sprintf("\nworker %s: lanes %v, claim rounds refused %d, claimed %d, running %d",
+			w.ID(), w.Lanes("tick"), st.Refused, st.Claimed, st.Running)
+	}
+	return out
 }
 
 // diagnose describes why a chain may be stuck: the last errors of its

@@ -10,7 +10,9 @@ import (
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // env is a queue on the test database with a fake clock, its database
@@ -26,12 +28,36 @@ type env struct {
 func newEnv(t testing.TB, wrap func(kv.Database) kv.Database) *env {
 	t.Helper()
 	raw, space := fdbtest.Open(t)
+	return newEnvOn(t, raw, space, clock.NewFake(epoch), wrap)
+}
+
+// newClockedEnv is newEnv on a private memkv database whose engine clock is
+// the test's fake clock, for tests that run workers (as package worker's
+// tests do). Workers compare their clocks through read versions
+// (lanes/skew.go); on a database whose versions follow real time, a fake
+// clock jumped a minute while workers join reads as a worker a minute off,
+// which stands by until its next heartbeat. Here versions advance with the
+// fake clock, as a cluster's advance with real time, so every worker's
+// clock agrees with the others' whenever it joins and however long the
+// machine takes between the test's steps.
+//
+// The MVCC window is widened past any jump the tests make: with the
+// default 5 s, every transaction in flight when the test jumps the clock
+// would fail with transaction_too_old, which is not what they test.
+func newClockedEnv(t testing.TB, wrap func(kv.Database) kv.Database) *env {
+	t.Helper()
+	clk := clock.NewFake(epoch)
+	raw, space := fdbtest.OpenMem(t, memkv.Options{Clock: clk, MVCCWindow: 24 * time.Hour})
+	return newEnvOn(t, raw, space, clk, wrap)
+}
+
+func newEnvOn(t testing.TB, raw kv.Database, space tuple.Subspace, clk *clock.Fake, wrap func(kv.Database) kv.Database) *env {
+	t.Helper()
 	var db kv.Database = raw
 	if wrap != nil {
 		db = wrap(db)
 	}
 	counted := kv.WithCounters(db)
-	clk := clock.NewFake(epoch)
 	q, err := quick.Open(context.Background(), counted, space, quick.Options{
 		Clock: clk, Lanes: 4, Logger: quietLogger(),
 		Backoff: func(int) time.Duration { return 10 * time.Second },
