@@ -8,7 +8,6 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
-	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -48,7 +47,7 @@ func TestHistoryWaitsForInFlightCronCompletions(t *testing.T) {
 	case <-time.After(30 * time.Second): // a failure bound, not a measurement
 		t.Fatal("no occurrence reached its completing transaction")
 	}
-	testhooks.KillWorker(w)
+	w.Kill()
 	w.Wait()
 	if n := h.inflight.Load(); n != 1 {
 		t.Fatalf("%d tracked runs while an occurrence's completing transaction is in flight after the kill, want 1: the history could be read now", n)
