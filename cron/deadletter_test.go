@@ -260,3 +260,38 @@ func TestFailedCompletionKeepsTheChain(t *testing.T) {
 		t.Fatalf("the handler ran %d times, want 2 (the failed completion runs it again)", n)
 	}
 }
+
+// TestFailedOwnWritesOnLastAttemptKeepTheChain: a TxHandler whose own
+// writes fail (not the database) failed its run: on the last attempt the
+// occurrence is dead-lettered with its successor, not snoozed forever.
+func TestFailedOwnWritesOnLastAttemptKeepTheChain(t *testing.T) {
+	e := newEnv(t, nil)
+	w, err := worker.New(worker.Config{Queue: e.q, ID: "w", Clock: e.clk, Logger: quietLogger(), HeartbeatPeriod: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	if err := HandleTx(w, "tick", func(context.Context, Occurrence) (func(kv.Transaction) error, error) {
+		runs.Add(1)
+		return func(kv.Transaction) error { return errBoom }, nil
+	}, worker.HandlerOptions{Lease: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	t.Cleanup(func() { w.Kill(); <-done })
+	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick", MaxAttempts: 1})
+	e.clk.Set(epoch.Add(time.Minute))
+	d := &clockDriver{t: t, e: e}
+	d.until("the occurrence to be dead-lettered", func() bool {
+		n, err := e.q.DeadCount(e.ctx, "tick")
+		return err == nil && n == 1
+	})
+	x := e.entry("tick")
+	if !x.Alive || !x.Next.Equal(epoch.Add(2*time.Minute)) {
+		t.Fatalf("after its own writes failed on the last attempt: %+v, want the next occurrence at %v", x, epoch.Add(2*time.Minute))
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1", n)
+	}
+}
