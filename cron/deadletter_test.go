@@ -217,3 +217,81 @@ func TestLeaseLapsesBetweenDeadLetterRetries(t *testing.T) {
 		t.Fatalf("%d occurrences pending, want 1: %+v", len(js), js)
 	}
 }
+
+// TestFailedCompletionKeepsTheChain: the transaction that completes an
+// occurrence on its only attempt, with its successor, is struck by its
+// timeout while the commit is in flight and does not apply (1031 with
+// DuringCommit: FDB retries no 1031). Before the fix the error went to the
+// worker, whose failure ack dead-lettered the occurrence (its last attempt)
+// with no successor: the soak's broken chain-0. Now the occurrence runs
+// again, spending no attempt, and its completion carries the successor.
+func TestFailedCompletionKeepsTheChain(t *testing.T) {
+	var db *armedDB
+	e := newEnv(t, func(inner kv.Database) kv.Database {
+		db = &armedDB{Database: inner, err: kv.Error{Code: 1031, DuringCommit: true}}
+		return db
+	})
+	db.target = defKey(e.q, "tick")
+	var runs atomic.Int64
+	e.startWorker(func(context.Context, Occurrence) error {
+		if runs.Add(1) == 1 {
+			db.armed.Store(true)
+		}
+		return nil
+	})
+	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick", MaxAttempts: 1})
+	e.clk.Set(epoch.Add(time.Minute))
+	d := &clockDriver{t: t, e: e}
+	d.until("the occurrence to be completed or dead-lettered", func() bool {
+		if n, err := e.q.DeadCount(e.ctx, "tick"); err == nil && n > 0 {
+			return true
+		}
+		es, err := List(e.ctx, e.q)
+		return err == nil && len(es) == 1 && es[0].Next.Equal(epoch.Add(2*time.Minute))
+	})
+	if n, err := e.q.DeadCount(e.ctx, "tick"); err != nil || n != 0 {
+		t.Fatalf("%d dead letters (%v): the occurrence whose completion failed was dead-lettered", n, err)
+	}
+	x := e.entry("tick")
+	if !x.Alive || !x.Next.Equal(epoch.Add(2*time.Minute)) {
+		t.Fatalf("after the failed completion: %+v, want the next occurrence at %v", x, epoch.Add(2*time.Minute))
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (the failed completion runs it again)", n)
+	}
+}
+
+// TestFailedOwnWritesOnLastAttemptKeepTheChain: a TxHandler whose own
+// writes fail (not the database) failed its run: on the last attempt the
+// occurrence is dead-lettered with its successor, not snoozed forever.
+func TestFailedOwnWritesOnLastAttemptKeepTheChain(t *testing.T) {
+	e := newEnv(t, nil)
+	w, err := worker.New(worker.Config{Queue: e.q, ID: "w", Clock: e.clk, Logger: quietLogger(), HeartbeatPeriod: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	if err := HandleTx(w, "tick", func(context.Context, Occurrence) (func(kv.Transaction) error, error) {
+		runs.Add(1)
+		return func(kv.Transaction) error { return errBoom }, nil
+	}, worker.HandlerOptions{Lease: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	t.Cleanup(func() { w.Kill(); <-done })
+	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick", MaxAttempts: 1})
+	e.clk.Set(epoch.Add(time.Minute))
+	d := &clockDriver{t: t, e: e}
+	d.until("the occurrence to be dead-lettered", func() bool {
+		n, err := e.q.DeadCount(e.ctx, "tick")
+		return err == nil && n == 1
+	})
+	x := e.entry("tick")
+	if !x.Alive || !x.Next.Equal(epoch.Add(2*time.Minute)) {
+		t.Fatalf("after its own writes failed on the last attempt: %+v, want the next occurrence at %v", x, epoch.Add(2*time.Minute))
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1", n)
+	}
+}

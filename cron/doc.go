@@ -18,7 +18,10 @@
 // A worker runs occurrences with Handle. When the handler succeeds, one
 // transaction completes the occurrence (clearing its unique key), reads the
 // definition (serializably: a concurrent Register or Remove conflicts),
-// computes the next time and enqueues it. A failed occurrence is retried
+// computes the next time and enqueues it (if that transaction fails, the
+// occurrence runs again shortly, spending no attempt: failed into the
+// worker's ack on its last attempt, it would be dead-lettered there with no
+// successor). A failed occurrence is retried
 // like any job, the chain waiting for it (runs never overlap); when its
 // last attempt fails it is dead-lettered, and the same transaction enqueues
 // the next (if that transaction fails, the occurrence runs again rather

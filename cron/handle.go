@@ -159,10 +159,10 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 		// occurrence holding the unique key, so enqueued nothing) gets its
 		// next occurrence from here.
 		log.Info("cron: schedule removed; completing its occurrence without running it")
-		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
+		return r.complete(fctx, job, env, nil, log)
 	case defChanged:
 		log.Info("cron: schedule changed since this occurrence was enqueued; skipping it for the new version's next")
-		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, nil, log))
+		return r.complete(fctx, job, env, nil, log)
 	}
 
 	commit, herr := r.call(ctx, occ)
@@ -172,7 +172,7 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	)
 	switch {
 	case herr == nil:
-		return job.CompleteWith(fctx, r.successor(env, job.Lease.ID, commit, log))
+		return r.complete(fctx, job, env, commit, log)
 	case errors.As(herr, &snooze):
 		return herr
 	case errors.As(herr, &cancelErr):
@@ -221,6 +221,53 @@ func (r *occRunner) deadLetter(ctx context.Context, job *worker.RawJob, env enve
 	}
 	log.Warn("cron: dead-lettering the occurrence failed; running it again shortly", "err", err)
 	return worker.Snooze(retryDeadLetter)
+}
+
+// retryComplete is how long an occurrence whose completion failed waits
+// before it runs again.
+const retryComplete = time.Second
+
+// complete ends the occurrence and enqueues its successor in one
+// transaction, with the handler's own writes (commit).
+//
+// If that fails, the occurrence must not end any other way, as in
+// deadLetter: returning the error would make the worker fail it, and on its
+// last attempt quick would dead-letter it in that ack with no successor
+// (the soak's broken one-attempt chain: a 1031 or 1025 striking the
+// completion's commit in flight ends the retry loop, since FDB retries
+// neither). A lost lease or a killed worker returns the error (the worker
+// acks nothing; a completion that did commit is recognised by the worker,
+// and a lapsed lease is the next holder's, or the dead-lettering claim's).
+// An error of the handler's own writes is the handler failing: retried as
+// any failure, and on the last attempt dead-lettered with the successor.
+// Any other failure (the database's, or the finishing deadline) snoozes
+// the occurrence briefly, which spends no attempt: it runs again, and its
+// completion carries the successor. If the completion did commit after
+// all, the snooze finds the lease gone and changes nothing.
+func (r *occRunner) complete(ctx context.Context, job *worker.RawJob, env envelope, commit func(kv.Transaction) error, log *slog.Logger) error {
+	var commitErr error
+	own := commit
+	if commit != nil {
+		own = func(tr kv.Transaction) error {
+			commitErr = commit(tr)
+			return commitErr
+		}
+	}
+	err := job.CompleteWith(ctx, r.successor(env, job.Lease.ID, own, log))
+	var dbErr kv.Error
+	switch {
+	case err == nil:
+		return nil
+	case quick.IsLeaseLost(err) || errors.Is(err, worker.ErrKilled):
+		return err
+	case commitErr != nil && !errors.As(commitErr, &dbErr) && ctx.Err() == nil:
+		if job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts {
+			return r.deadLetter(ctx, job, env, commitErr.Error(), commitErr, log)
+		}
+		return commitErr
+	}
+	log.Warn("cron: completing the occurrence failed; running it again shortly", "err", err)
+	return worker.Snooze(retryComplete)
 }
 
 // successor is the function that runs inside the transaction ending the
