@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/worker"
 )
@@ -32,7 +33,7 @@ func TestWorkerJoiningAfterClockJump(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- w.Run(context.Background()) }()
-		t.Cleanup(func() { w.Kill(); <-done })
+		t.Cleanup(func() { testhooks.KillWorker(w); <-done })
 	}
 	// joined waits for id's first heartbeat, which carries its standing.
 	joined := func(id string) lanes.Member {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
@@ -279,7 +280,7 @@ func TestFailedOwnWritesOnLastAttemptKeepTheChain(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background()) }()
-	t.Cleanup(func() { w.Kill(); <-done })
+	t.Cleanup(func() { testhooks.KillWorker(w); <-done })
 	e.register(Schedule{Name: "tick", Spec: "* * * * *", TaskType: "tick", MaxAttempts: 1})
 	e.clk.Set(epoch.Add(time.Minute))
 	d := &clockDriver{t: t, e: e}
