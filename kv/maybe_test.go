@@ -4,51 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/quickfdb/quickfdb/internal/kvfake"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 )
 
-// timeoutAfterApply is an engine whose first commit applies and then times
-// out, as a commit does when the operation's own timeout strikes while it is
-// in flight; like an engine that forgets why, its OnError then answers with
-// the bare code.
-type timeoutAfterApply struct {
-	kv.Database
-	commits int
-}
-
-func (d *timeoutAfterApply) CreateTransaction() (kv.Transaction, error) {
-	tr, err := d.Database.CreateTransaction()
-	if err != nil {
-		return nil, err
-	}
-	return &timeoutTx{Transaction: tr, db: d}, nil
-}
-
-type timeoutTx struct {
-	kv.Transaction
-	db *timeoutAfterApply
-}
-
-func (t *timeoutTx) Commit() error {
-	t.db.commits++
-	if err := t.Transaction.Commit(); err != nil || t.db.commits > 1 {
-		return err
-	}
-	return kv.Error{Code: 1031, DuringCommit: true}
-}
-
-func (t *timeoutTx) OnError(err error) error {
-	if kv.Code(err) == 1031 {
-		return kv.ErrTransactionTimedOut
-	}
-	return t.Transaction.OnError(err)
-}
-
 // A retry loop that ends on a timeout after a commit applied reports the
 // outcome as unknown, even when the engine's OnError drops DuringCommit.
 func TestRetryKeepsMaybeCommittedThroughOnError(t *testing.T) {
-	db := &timeoutAfterApply{Database: memkv.Open(memkv.Options{})}
+	db := &kvfake.TimeoutAfterApply{Database: memkv.Open(memkv.Options{})}
 	tr, err := db.CreateTransaction()
 	if err != nil {
 		t.Fatal(err)
