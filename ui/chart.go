@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"github.com/quickfdb/quickfdb/internal/present"
+
 	"fmt"
 	"math"
 	"strings"
@@ -72,7 +74,7 @@ func makeChart(ss []series, from, to time.Time, unit string) chart {
 	if to.Sub(from) < minChartSpan {
 		from = to.Add(-minChartSpan)
 	}
-	c := chart{W: chartW, H: chartH, From: "-" + fmtAge(to.Sub(from)), To: "now"}
+	c := chart{W: chartW, H: chartH, From: "-" + present.Age(to.Sub(from)), To: "now"}
 	if n == 0 {
 		c.Empty = true
 		return c
@@ -113,22 +115,4 @@ func fmtNum(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-// fmtAge renders a duration compactly: 850ms, 42s, 3m07s, 2h05m, 3d04h.
-func fmtAge(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -256,7 +257,7 @@ func showPayload(b []byte) (string, string) {
 			return buf.String(), "json"
 		}
 	}
-	if isText(b) {
+	if present.IsText(b) {
 		return string(b) + cut, "text"
 	}
 	return hex.Dump(b) + cut, "hex"

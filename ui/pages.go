@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"github.com/quickfdb/quickfdb/internal/present"
+
 	"net/http"
 	"slices"
 	"time"
@@ -59,7 +61,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		row := overviewRow{typeCounts: c, OldestAge: "-"}
 		if !c.OldestReady.IsZero() {
-			row.OldestAge = fmtAge(now.Sub(c.OldestReady))
+			row.OldestAge = present.Age(now.Sub(c.OldestReady))
 		}
 		members, err := h.reg.Snapshot(ctx, t)
 		if err != nil {
@@ -68,7 +70,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		row.Workers = len(members)
 		if at, ok := paused[t]; ok {
-			row.Paused, row.PausedFor = true, fmtAge(now.Sub(at))
+			row.Paused, row.PausedFor = true, present.Age(now.Sub(at))
 		}
 		hs := h.hist.depthOf(t)
 		var ready, leased, sched, dead []point
@@ -172,7 +174,7 @@ func (h *Handler) lanesPage(w http.ResponseWriter, r *http.Request) {
 				s.Uncover++
 			}
 			if !l.OldestReady.IsZero() {
-				cell.OldestAge = fmtAge(now.Sub(l.OldestReady))
+				cell.OldestAge = present.Age(now.Sub(l.OldestReady))
 			}
 			s.Cells = append(s.Cells, cell)
 		}

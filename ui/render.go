@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -118,16 +118,16 @@ var funcs = template.FuncMap{
 		if t.IsZero() {
 			return "-"
 		}
-		return fmtAge(now.Sub(t))
+		return present.Age(now.Sub(t))
 	},
 	"rel": func(t, now time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
 		if t.After(now) {
-			return "in " + fmtAge(t.Sub(now))
+			return "in " + present.Age(t.Sub(now))
 		}
-		return fmtAge(now.Sub(t)) + " ago"
+		return present.Age(now.Sub(t)) + " ago"
 	},
 	"ts": func(t time.Time) string {
 		if t.IsZero() {
@@ -164,17 +164,4 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
-}
-
-// isText reports whether a payload prints as text.
-func isText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
 }

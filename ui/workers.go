@@ -3,10 +3,10 @@ package ui
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -73,7 +73,7 @@ func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(members, func(a, b lanes.Member) int { return strings.Compare(a.ID, b.ID) })
 		for _, m := range members {
-			row := workerRow{TaskType: t, ID: m.ID, Host: m.Info.Host, Lanes: laneList(m.Info.Lanes), NumLanes: m.Info.NumLanes,
+			row := workerRow{TaskType: t, ID: m.ID, Host: m.Info.Host, Lanes: present.LaneList(m.Info.Lanes), NumLanes: m.Info.NumLanes,
 				Beats: m.Counter, LastBeat: m.Clock}
 			if m.InfoErr != nil {
 				row.InfoError = m.InfoErr.Error()
@@ -96,25 +96,4 @@ func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, r, http.StatusOK, "workers", "Workers", true, d)
-}
-
-// laneList renders lanes compactly: 0-3,8,10-11.
-func laneList(ls []int) string {
-	if len(ls) == 0 {
-		return "none"
-	}
-	var parts []string
-	for i := 0; i < len(ls); {
-		j := i
-		for j+1 < len(ls) && ls[j+1] == ls[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, strconv.Itoa(ls[i])+"-"+strconv.Itoa(ls[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(ls[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -265,7 +266,7 @@ func (a *app) showJob(w io.Writer, j quick.JobInfo) {
 	case len(j.Payload) == 0:
 		row(tw, "payload", "(empty)")
 		tw.Flush()
-	case isText(j.Payload):
+	case present.IsText(j.Payload):
 		row(tw, "payload", fmt.Sprintf("%d bytes:", len(j.Payload)))
 		tw.Flush()
 		fmt.Fprintf(w, "%s\n", j.Payload)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -154,7 +155,7 @@ func ageCell(r laneRow) string {
 	if r.OldestReadyAgeMs == nil {
 		return "-"
 	}
-	return fmtAge(time.Duration(*r.OldestReadyAgeMs) * time.Millisecond)
+	return present.Age(time.Duration(*r.OldestReadyAgeMs) * time.Millisecond)
 }
 
 // renderLanes writes each type's summary line and load strip and, unless

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -57,33 +57,15 @@ func row(w io.Writer, cells ...any) {
 	io.WriteString(w, "\n")
 }
 
-// fmtAge renders a duration compactly: 850ms, 42s, 3m07s, 2h05m, 3d04h.
-func fmtAge(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
 // fmtRel renders t relative to now: "in 5s" or "3m02s ago".
 func fmtRel(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	if t.After(now) {
-		return "in " + fmtAge(t.Sub(now))
+		return "in " + present.Age(t.Sub(now))
 	}
-	return fmtAge(now.Sub(t)) + " ago"
+	return present.Age(now.Sub(t)) + " ago"
 }
 
 // fmtTime renders an absolute time in UTC with milliseconds.
@@ -117,19 +99,6 @@ func oneLine(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-// isText reports whether a payload prints as text.
-func isText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, r := range string(b) {
-		if !unicode.IsPrint(r) && !unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
 }
 
 func prioString(p quick.Priority) string {
@@ -185,7 +154,7 @@ func toJobJSON(j quick.JobInfo, withPayload bool) jobJSON {
 	if withPayload && j.State != quick.StateFinished {
 		n := len(j.Payload)
 		out.PayloadBytes = &n
-		if isText(j.Payload) {
+		if present.IsText(j.Payload) {
 			s := string(j.Payload)
 			out.Payload = &s
 		} else {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -125,7 +125,7 @@ func (a *app) workers(c *cli.Context) error {
 	tw := newTable(a.d.Stdout)
 	row(tw, "TASK TYPE", "WORKER", "HOST", "LANES", "LAST BEAT", "BEATS", "STATUS")
 	for _, r := range rows {
-		lanes := laneList(r.Lanes)
+		lanes := present.LaneList(r.Lanes)
 		if r.InfoError != "" {
 			lanes = "? (" + r.InfoError + ")"
 		} else if r.NumLanes > 0 {
@@ -133,7 +133,7 @@ func (a *app) workers(c *cli.Context) error {
 		}
 		beat := "-"
 		if r.BeatAgeMs != nil {
-			beat = fmtAge(time.Duration(*r.BeatAgeMs)*time.Millisecond) + " ago"
+			beat = present.Age(time.Duration(*r.BeatAgeMs)*time.Millisecond) + " ago"
 		}
 		row(tw, r.TaskType, r.ID, dash(r.Host), lanes, beat, r.Beats, r.Status)
 	}
@@ -180,25 +180,4 @@ func readWorkers(ctx context.Context, q *quick.Queue, types []string) ([]workerR
 		return strings.Compare(a.ID, b.ID)
 	})
 	return rows, nil
-}
-
-// laneList renders lanes compactly: 0-3,8,10-11.
-func laneList(ls []int) string {
-	if len(ls) == 0 {
-		return "none"
-	}
-	var parts []string
-	for i := 0; i < len(ls); {
-		j := i
-		for j+1 < len(ls) && ls[j+1] == ls[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, strconv.Itoa(ls[i])+"-"+strconv.Itoa(ls[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(ls[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

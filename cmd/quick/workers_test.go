@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/lanes"
 )
 
@@ -90,7 +91,7 @@ func TestWorkersObserve(t *testing.T) {
 }
 
 func TestLaneList(t *testing.T) {
-	if got := laneList([]int{0, 1, 2, 3, 8, 10, 11}); got != "0-3,8,10-11" {
+	if got := present.LaneList([]int{0, 1, 2, 3, 8, 10, 11}); got != "0-3,8,10-11" {
 		t.Errorf("laneList: %q", got)
 	}
 }
