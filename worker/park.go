@@ -26,11 +26,18 @@ func (p *park) asleep(now time.Time) bool {
 }
 
 // quiet reports whether every background loop of the worker is asleep
-// waiting on a time after now (or on no time) and no ack is pending: the
-// state in which only a clock advance or an outside event moves it.
+// waiting on a time after now (or on no time), no ack is pending and the
+// paused task types have been read: the state in which only a clock
+// advance or an outside event moves it.
 func (w *Worker) quiet() bool {
 	now := w.clk.Now()
 	if !w.keeper.loopState.asleep(now) || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
+		return false
+	}
+	// The paused task types are read once, asynchronously (pause.go),
+	// before any claim: until then the worker is still starting, whatever
+	// the clock says.
+	if _, known := w.pause.isPaused(""); !known {
 		return false
 	}
 	for _, r := range w.snapshotRunners() {
