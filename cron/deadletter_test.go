@@ -224,8 +224,11 @@ func TestLeaseLapsesBetweenDeadLetterRetries(t *testing.T) {
 // timeout while the commit is in flight and does not apply (1031 with
 // DuringCommit: FDB retries no 1031). Before the fix the error went to the
 // worker, whose failure ack dead-lettered the occurrence (its last attempt)
-// with no successor: the soak's broken chain-0. Now the occurrence runs
-// again, spending no attempt, and its completion carries the successor.
+// with no successor: the soak's broken chain-0. Now the worker finishes in a
+// fresh transaction, which still holds the lease, so the completion and its
+// successor commit once without running the handler again (cron's own
+// fallback, a snooze that reruns the occurrence, remains for completions
+// that cannot finish at all).
 func TestFailedCompletionKeepsTheChain(t *testing.T) {
 	var db *armedDB
 	e := newEnv(t, func(inner kv.Database) kv.Database {
@@ -257,8 +260,11 @@ func TestFailedCompletionKeepsTheChain(t *testing.T) {
 	if !x.Alive || !x.Next.Equal(epoch.Add(2*time.Minute)) {
 		t.Fatalf("after the failed completion: %+v, want the next occurrence at %v", x, epoch.Add(2*time.Minute))
 	}
-	if n := runs.Load(); n != 2 {
-		t.Fatalf("the handler ran %d times, want 2 (the failed completion runs it again)", n)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the handler ran %d times, want 1 (the completion finishes in a fresh transaction)", n)
+	}
+	if db.armed.Load() {
+		t.Fatal("the fault never struck the completion")
 	}
 }
 

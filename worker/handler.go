@@ -154,7 +154,9 @@ func (j *Job[T]) Checkpoint(ctx context.Context, state []byte) error {
 // CompleteWith runs fn and completes the job in one transaction of the
 // queue's database, so fn's writes and the completion commit together or
 // not at all: an exactly-once effect for work that only writes to FDB. fn
-// may run more than once (FDB retries) and must only use tr. After it
+// may run more than once (FDB retries, and a timeout or cancel striking the
+// commit in flight is finished in a fresh transaction that still holds the
+// lease) and must only use tr. After it
 // succeeds the worker does not ack the job again, whatever the handler
 // returns. If the lease is gone it returns an error wrapping
 // quick.ErrLeaseLost, and fn's writes did not commit.

@@ -103,14 +103,15 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		return err
 	}
 	w := st.r.w
-	tr, err := w.q.DB().CreateTransaction()
-	if err != nil {
-		return err
-	}
-	cw := txn.WatchCommits(tr)
 	ack := quick.Ack{Lease: st.lease, Kind: kind, Error: reason}
 	var lost error
-	err = kv.Retry(ctx, cw, func(tr kv.Transaction) error {
+	// TransactWatched, not one retry loop: FDB retries no 1031 or 1025, so a
+	// timeout or cancel that struck the commit in flight would end the run
+	// with its outcome unknown and a failure acked after a handler that
+	// succeeded. A fresh transaction either still holds the lease (the
+	// commit did not apply: finish now) or finds it gone (then reached
+	// tells whether this call ended the job).
+	err := txn.TransactWatched(ctx, w.q.DB(), func(tr kv.Transaction, _ bool) error {
 		lost = nil
 		// Ack first: fn then runs only while the lease holds, and sees the
 		// job already finished (cron relies on it: completing frees the
@@ -132,7 +133,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		}
 		return nil
 	})
-	if err != nil && lost != nil && cw.MaybeCommitted() {
+	if err != nil && lost != nil && kv.IsMaybeCommitted(err) {
 		// An earlier attempt may have committed: then the lease is gone
 		// because this very call ended the job. If the job is in the state
 		// this call meant to leave it in, it did.
