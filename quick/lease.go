@@ -41,11 +41,22 @@ type Lease struct {
 	key  []byte
 	lane int
 	sv   schedValue
+	// zl is set for a job of the zones layout (schema 2); key, lane and sv
+	// then describe nothing.
+	zl *zoneLease
 }
 
 // The token stays unexported; worker and the internal tools read it
 // through internal/leasetoken.
-func init() { leasetoken.Of = func(l any) uint64 { return l.(Lease).sv.Token } }
+func init() {
+	leasetoken.Of = func(a any) uint64 {
+		l := a.(Lease)
+		if l.zl != nil {
+			return l.zl.v.Token
+		}
+		return l.sv.Token
+	}
+}
 
 // Lane returns the lane the job's schedule key is in now.
 func (l Lease) Lane() int { return l.lane }

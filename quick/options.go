@@ -8,6 +8,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // Priority orders vested jobs: a worker claims every vested High job it sees
@@ -134,6 +135,66 @@ type Options struct {
 	// job's creation (the time in its ID) before PurgeOutcomes may delete
 	// it. Default 24 h.
 	OutcomeRetention time.Duration
+
+	// Layout chooses where new jobs go: LayoutLanes (schema 1, the default
+	// for now) or LayoutZones (schema 2: one queue per tenant and task type
+	// plus a pointer index, docs/design.md "Two levels"). Jobs already
+	// stored in the other layout keep running: a queue opened with
+	// LayoutZones still claims, acks and inspects schema-1 jobs until they
+	// have drained.
+	Layout Layout
+	// ZoneSpace places a tenant's zones (LayoutZones): the subspace under
+	// which the queue keeps the jobs of ItemSpace itemSpace, one zone per
+	// task type below it. Put it inside the tenant's own subspace, next to
+	// its data, so that copying or clearing that subspace carries its jobs
+	// along. It must be a pure function of itemSpace, the same in every
+	// process, and its subspaces must not overlap each other or the
+	// queue's own. Nil keeps zones under the queue's subspace, at
+	// S (2, "z", itemSpace).
+	ZoneSpace func(itemSpace string) tuple.Subspace
+	// ZoneLanes is how many hash lanes a new zone spreads its jobs over
+	// (LayoutZones); default 1. A busy zone grows its lanes as workers find
+	// it backlogged, up to MaxZoneLanes, and SetZoneLanes changes them
+	// while workers run.
+	ZoneLanes int
+	// MaxZoneLanes caps the lanes a zone grows to on its own; default 16.
+	MaxZoneLanes int
+	// PointerLease is how long a worker holds a lane of a zone it took from
+	// the pointer index before others may take it (LayoutZones); default
+	// 5 s. A worker hands the lane back as soon as it has taken its vested
+	// jobs, so the lease only bounds how long a vanished worker hides a
+	// lane; in short-job mode it is also the jobs' lease.
+	PointerLease time.Duration
+	// AutomaticIdempotency makes the queue's own enqueue transactions use
+	// FDB's automatic idempotency (transaction option automatic_idempotency,
+	// "in development" in FDB 7.3) instead of an enqueue marker: a commit
+	// whose outcome is unknown is resolved by the client, and the enqueue
+	// writes no key of its own for it. EnqueueTx inside a caller's
+	// transaction is unaffected (the caller owns its retries).
+	AutomaticIdempotency bool
+}
+
+// Layout is where a queue puts new jobs.
+type Layout int
+
+const (
+	// LayoutLanes is schema 1: per task type, a fixed number of hash lanes
+	// shared out by a membership-wide assignment.
+	LayoutLanes Layout = iota
+	// LayoutZones is schema 2: a zone per (tenant, task type), hash lanes
+	// inside a zone, and a pointer index of the lanes that hold work, which
+	// workers lease from.
+	LayoutZones
+)
+
+func (l Layout) String() string {
+	switch l {
+	case LayoutLanes:
+		return "lanes"
+	case LayoutZones:
+		return "zones"
+	}
+	return fmt.Sprintf("Layout(%d)", int(l))
 }
 
 // TaskTypeOptions are the retry policy of one task type; a zero field
@@ -144,6 +205,18 @@ type TaskTypeOptions struct {
 	MaxAttempts int
 	// Backoff computes the delay before retrying the type's failed jobs.
 	Backoff func(attempt int) time.Duration
+	// ShortJobs runs the type's jobs in short-job mode (LayoutZones): a
+	// worker leases the lane it works on instead of each job, and completes
+	// jobs with a clear in batched acks. A job that outlives the lane lease
+	// moves to a lease of its own first. Attempts are counted only when a
+	// lane is taken over from a holder that vanished.
+	ShortJobs bool
+	// Trackable keeps a lookup index of the type's jobs (LayoutZones), so
+	// that Get, Cancel and RunNow find them by ID: one more key set at
+	// enqueue and at each move and cleared at the end. Without it a zones
+	// job is found by ID only through its lease, its outcome (Waitable) or
+	// the dead letters.
+	Trackable bool
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
@@ -176,6 +249,15 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.ZoneLanes <= 0 {
+		o.ZoneLanes = 1
+	}
+	if o.MaxZoneLanes <= 0 {
+		o.MaxZoneLanes = 16
+	}
+	if o.PointerLease <= 0 {
+		o.PointerLease = 5 * time.Second
+	}
 	return o
 }
 
@@ -190,6 +272,15 @@ func (o Options) validate() error {
 	}
 	if o.Lanes < 0 || o.Lanes > 4096 {
 		return fmt.Errorf("%w: Lanes %d is outside [0, 4096]", ErrInvalidOption, o.Lanes)
+	}
+	if o.Layout != LayoutLanes && o.Layout != LayoutZones {
+		return fmt.Errorf("%w: unknown %v", ErrInvalidOption, o.Layout)
+	}
+	if o.ZoneLanes > maxZoneLanes || o.MaxZoneLanes > maxZoneLanes {
+		return fmt.Errorf("%w: ZoneLanes %d and MaxZoneLanes %d must be at most %d", ErrInvalidOption, o.ZoneLanes, o.MaxZoneLanes, maxZoneLanes)
+	}
+	if o.PointerLease < time.Second || o.PointerLease > time.Minute {
+		return fmt.Errorf("%w: PointerLease %v is outside [1s, 1m]", ErrInvalidOption, o.PointerLease)
 	}
 	if o.MaxLease < MinLease {
 		return fmt.Errorf("%w: MaxLease %v is under the minimum lease %v", ErrInvalidOption, o.MaxLease, MinLease)

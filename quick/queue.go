@@ -21,6 +21,7 @@ type Queue struct {
 	db    kv.Database
 	space tuple.Subspace
 	k     keys
+	zk    zkeys
 	opts  Options
 	lanes int
 
@@ -42,7 +43,7 @@ func Open(ctx context.Context, db kv.Database, space tuple.Subspace, opts Option
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	q := &Queue{db: db, space: space, k: newKeys(space), opts: opts}
+	q := &Queue{db: db, space: space, k: newKeys(space), zk: newZKeys(space), opts: opts}
 	// Idempotent: a retry after an unknown result reads what it wrote.
 	err := txn.TransactWatched(ctx, db, func(tr kv.Transaction, _ bool) error {
 		v, err := tr.Get(q.k.cfg).Get()
