@@ -172,7 +172,9 @@ type Transaction interface {
 	GetApproximateSize() Future[int64]
 
 	// Options returns the transaction's option setter. Options survive
-	// OnError resets, as in FDB (API version 610 and later).
+	// OnError resets on every engine. FDB itself keeps only those marked
+	// persistent in fdb.options (timeout, retry limit, max retry delay, from
+	// API version 610) and drops the rest; the FDB adapter sets them again.
 	Options() TransactionOptions
 
 	// Commit commits the transaction. A nil error means it committed.
