@@ -329,7 +329,9 @@ func (t *faultyTx) Commit() error {
 // longer land (:6955; the key is added at :7052), then determineCommitStatus
 // (:6552) reads the IDs the commit proxies stored under \xff\x02/idmp/ for
 // the versions the commit could have taken. Found: Commit succeeds (:6963,
-// setting only the versionstamp, so GetCommittedVersion stays -1). Not
+// setting only the versionstamp, so GetCommittedVersion stays -1; strictly,
+// it keeps whatever an earlier commit of the same transaction left, since
+// TransactionState::cloneAndReset copies it, :3736). Not
 // found: it throws transaction_too_old, 1007, retryable and not committed
 // (:6972), not 1020. Nothing else is resolved: 1039 comes from the
 // multi-version client above this code, and a 1031 or 1025 fails the RYW
