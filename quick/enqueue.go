@@ -138,6 +138,9 @@ func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error)
 		}
 		prepared[i] = j
 	}
+	if q.opts.Layout == LayoutZones {
+		return q.zenqueueTxCall(tr, now, jobs, prepared)
+	}
 	return q.enqueueTx(tr, now, prepared, nil)
 }
 
@@ -283,6 +286,9 @@ func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error)
 			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
 		}
 		prepared[i] = j
+	}
+	if q.opts.Layout == LayoutZones {
+		return q.zenqueue(ctx, now, prepared)
 	}
 	var out []Enqueued
 	for start := 0; start < len(prepared); {
