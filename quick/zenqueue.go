@@ -247,17 +247,25 @@ func (q *Queue) zenqueueSeen(tr kv.Transaction, now time.Time, jobs []job, call 
 // then go by the default until SetZoneLanes rewrites it).
 func (q *Queue) zoneLanes(f kv.Future[[]byte]) (int, error) {
 	v, err := f.Get()
-	if err != nil || v == nil {
-		return q.opts.ZoneLanes, err
+	if err != nil {
+		return 0, err
+	}
+	return q.zoneLanesOf(v), nil
+}
+
+// zoneLanesOf is zoneLanes of a meta value read (nil: none).
+func (q *Queue) zoneLanesOf(v []byte) int {
+	if v == nil {
+		return q.opts.ZoneLanes
 	}
 	var m zoneMeta
 	if derr := m.unmarshal(v); derr != nil || m.Lanes == 0 {
 		if derr != nil {
 			q.opts.Logger.Warn("quick: a zone meta does not decode; placing jobs by Options.ZoneLanes", "err", derr)
 		}
-		return q.opts.ZoneLanes, nil
+		return q.opts.ZoneLanes
 	}
-	return int(m.Lanes), nil
+	return int(m.Lanes)
 }
 
 // zreads are the futures of an enqueue attempt's first round trip.
