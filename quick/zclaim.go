@@ -39,9 +39,10 @@ const zclaimAllowance = 3
 //
 // The result: Jobs taken; More when the lane still has vested jobs (come
 // back at once); Pointer when Keep held the lane (pass it as
-// opts.Pointer); NextVest, when no lane was vested, the vesting time of
-// the earliest pointer seen (sleep until then; the current time when stale
-// pointers were cleared and another look may find work).
+// opts.Pointer); NextVest, when no job was taken, the vesting time of the
+// earliest pointer seen (sleep until then), or now when the lane taken or
+// the pointers cleared as stale yielded nothing but another look may find
+// work; zero when the index holds no pointer.
 //
 // Keys: acquire's (snapshot range reads of S (2, "p", type, prio) limited
 // to Peek, snapshot reads of the vested candidates' lane states, a
@@ -307,6 +308,11 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		q.quarantineRaw(tr, now, e.key, e.value, e.err)
 	}
 	res.More = leftVested
+	if len(res.Jobs) == 0 && !res.More {
+		// The lane's pointer vested before its jobs (a lease renewed or a
+		// job moved later): other lanes may have work, look again now.
+		res.NextVest = now
+	}
 	if res.More {
 		if err := q.growZone(tr, l, metaF, taken, nowMs); err != nil {
 			return err

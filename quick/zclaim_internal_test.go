@@ -149,7 +149,6 @@ func TestZoneCorruptEntriesDoNotBlockHealthyWork(t *testing.T) {
 	b := laneRef{z: e.q.zoneOf("email", "b"), prio: Normal, lane: 0}
 	e.write(t, func(tr kv.Transaction) {
 		// A pointer whose key does not parse, vesting first.
-		tr.Set(e.q.zk.ptr.Sub("email", int64(Normal)).Pack(nil), []byte("junk"))
 		tr.Set(append(e.q.zk.ptr.Sub("email", int64(Normal)).Bytes(), 0x01, 0xff), []byte("junk"))
 		// A job value that does not decode, before a's jobs, and a key in
 		// a's lane that does not parse.
