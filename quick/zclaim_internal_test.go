@@ -379,3 +379,27 @@ func TestZoneClaimRecognisesItsOwnCommit(t *testing.T) {
 		})
 	}
 }
+
+// A claim that dead-lettered an exhausted job in a commit reported unknown
+// counts it once, and the job is dead once.
+func TestZoneClaimRecognisesItsOwnDeadLetters(t *testing.T) {
+	truth := newZEnv(t, Options{})
+	faulty := kv.WithFaults(truth.db, kv.Faults{UnknownCommitted: 1})
+	q, err := Open(truth.ctx, faulty, truth.q.space, truth.q.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth.enqueue(t, NewJob{TaskType: "email", MaxAttempts: 1})
+	truth.claim(t, ZoneClaimOptions{})
+	truth.clk.Advance(time.Minute)
+	c, err := q.ClaimZone(truth.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}})
+	if err != nil || c.DeadLettered != 1 || len(c.Jobs) != 0 {
+		t.Fatalf("claim = %+v, %v; want one dead letter", c, err)
+	}
+	if n, err := truth.q.DeadCount(truth.ctx, "email"); err != nil || n != 1 {
+		t.Fatalf("dead count %d, %v", n, err)
+	}
+	if faulty.Stats().UnknownCommitted == 0 {
+		t.Fatal("no fault injected")
+	}
+}

@@ -237,3 +237,43 @@ func overAfter(t testing.TB, e *faultEnv, after func()) *quick.Queue {
 	on = true
 	return q
 }
+
+// With automatic idempotency set but a commit's outcome still reported
+// unknown (the engine did not resolve it), the retry reads the keys the
+// attempt wrote instead of a marker: 0 lost, 0 duplicated.
+func TestZoneEnqueueAutomaticIdempotencyUnresolved(t *testing.T) {
+	f := kv.Faults{Seed: 11, UnknownCommitted: 0.4, UnknownNotCommitted: 0.3}
+	e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones})
+	db := &idemDB{Database: e.faulty}
+	opts := e.opts
+	opts.AutomaticIdempotency = true
+	q, err := quick.Open(e.ctx, db, e.space, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[quick.ID]bool{}
+	for range 30 {
+		res, err := q.Enqueue(e.ctx, quick.NewJob{TaskType: "email"}, quick.NewJob{TaskType: "email", ItemSpace: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Duplicate {
+				t.Fatalf("own job reported duplicate: %+v", r)
+			}
+			want[r.ID] = true
+		}
+	}
+	if e.faulty.Stats().UnknownCommitted == 0 || db.set == 0 {
+		t.Fatal("no applied 1021, or the option never set")
+	}
+	seen := drainZones(t, e.ctx, e.truth, "email")
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("job %s stored %d times", id, seen[id])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("drained %d jobs, enqueued %d", len(seen), len(want))
+	}
+}
