@@ -2,6 +2,7 @@ package quick_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -32,56 +33,61 @@ func drainZones(t testing.TB, ctx context.Context, q *quick.Queue, taskType stri
 }
 
 // Enqueue under 1021 that applied or did not: every job is stored once,
-// none lost and none twice, and each call reports its jobs as new.
+// none lost and none twice, and each call reports its jobs as new. With
+// AutomaticIdempotency the engine resolves the 1021 where it has the
+// option (kv.WithFaults does as FDB's client), and the marker serves
+// where it has not.
 func TestZoneEnqueueIdempotentUnderUnknownResults(t *testing.T) {
 	for name, f := range map[string]kv.Faults{
 		"applied":     {Seed: 1, UnknownCommitted: 0.5},
 		"not-applied": {Seed: 2, UnknownNotCommitted: 0.5},
 		"mixed":       {Seed: 3, UnknownCommitted: 0.3, UnknownNotCommitted: 0.3, Conflict: 0.1},
 	} {
-		t.Run(name, func(t *testing.T) {
-			e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones, ZoneLanes: 4})
-			// Workers claim every job the moment a commit ends, before the
-			// enqueue retries: a retry that wrote its jobs again would
-			// create them a second time.
-			seen := map[quick.ID]int{}
-			q := overAfter(t, e, func() {
+		for _, auto := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/automatic-idempotency=%v", name, auto), func(t *testing.T) {
+				e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones, ZoneLanes: 4, AutomaticIdempotency: auto})
+				// Workers claim every job the moment a commit ends, before the
+				// enqueue retries: a retry that wrote its jobs again would
+				// create them a second time.
+				seen := map[quick.ID]int{}
+				q := overAfter(t, e, func() {
+					for id, n := range drainZones(t, e.ctx, e.truth, "email") {
+						seen[id] += n
+					}
+				})
+				want := map[quick.ID]bool{}
+				for call := range 40 {
+					jobs := make([]quick.NewJob, 1+call%7)
+					for i := range jobs {
+						jobs[i] = quick.NewJob{TaskType: "email", ItemSpace: fmt.Sprintf("t%d", i%3), Payload: []byte("p")}
+					}
+					res, err := q.Enqueue(e.ctx, jobs...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range res {
+						if r.Duplicate {
+							t.Fatalf("call %d: a job of its own reported duplicate: %+v", call, r)
+						}
+						want[r.ID] = true
+					}
+				}
+				if miss := e.faulty.Stats().Missing(f); len(miss) > 0 {
+					t.Fatalf("faults never injected: %v", miss)
+				}
 				for id, n := range drainZones(t, e.ctx, e.truth, "email") {
 					seen[id] += n
 				}
-			})
-			want := map[quick.ID]bool{}
-			for call := range 40 {
-				jobs := make([]quick.NewJob, 1+call%7)
-				for i := range jobs {
-					jobs[i] = quick.NewJob{TaskType: "email", ItemSpace: fmt.Sprintf("t%d", i%3), Payload: []byte("p")}
-				}
-				res, err := q.Enqueue(e.ctx, jobs...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range res {
-					if r.Duplicate {
-						t.Fatalf("call %d: a job of its own reported duplicate: %+v", call, r)
+				for id := range want {
+					if seen[id] != 1 {
+						t.Errorf("job %s stored %d times", id, seen[id])
 					}
-					want[r.ID] = true
 				}
-			}
-			if miss := e.faulty.Stats().Missing(f); len(miss) > 0 {
-				t.Fatalf("faults never injected: %v", miss)
-			}
-			for id, n := range drainZones(t, e.ctx, e.truth, "email") {
-				seen[id] += n
-			}
-			for id := range want {
-				if seen[id] != 1 {
-					t.Errorf("job %s stored %d times", id, seen[id])
+				if len(seen) != len(want) {
+					t.Errorf("drained %d jobs, enqueued %d", len(seen), len(want))
 				}
-			}
-			if len(seen) != len(want) {
-				t.Errorf("drained %d jobs, enqueued %d", len(seen), len(want))
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -148,7 +154,8 @@ func TestZoneEnqueueWritesOneMarkerPerTransaction(t *testing.T) {
 // transactions, as the FDB engine does, and records its use.
 type idemDB struct {
 	kv.Database
-	set int
+	set    int
+	refuse bool // the engine refuses the option
 }
 
 func (d *idemDB) CreateTransaction() (kv.Transaction, error) {
@@ -181,11 +188,17 @@ type idemOpts struct {
 	db *idemDB
 }
 
-func (o idemOpts) SetAutomaticIdempotency() error { o.db.set++; return nil }
+func (o idemOpts) SetAutomaticIdempotency() error {
+	if o.db.refuse {
+		return errors.New("automatic idempotency is not supported")
+	}
+	o.db.set++
+	return nil
+}
 
 // With Options.AutomaticIdempotency on an engine that has the option,
-// Enqueue sets it and writes no marker; without the option it falls back
-// to the marker.
+// Enqueue sets it and writes no marker; where the engine refuses it, the
+// marker pays for idempotency.
 func TestZoneEnqueueAutomaticIdempotency(t *testing.T) {
 	e := zonesEnv(t, quick.Options{})
 	db := &idemDB{Database: e.db}
@@ -206,8 +219,8 @@ func TestZoneEnqueueAutomaticIdempotency(t *testing.T) {
 	if d := e.db.Stats().Sub(before); d.Mutations != 2 || db.set != 2 {
 		t.Fatalf("with the option: %d mutations (want 2: no marker), option set %d times", d.Mutations, db.set)
 	}
-	// An engine without the option: the marker pays for idempotency.
-	plain, err := quick.Open(e.ctx, e.db, e.q.Subspace(), opts)
+	// An engine that refuses the option: the marker pays for idempotency.
+	plain, err := quick.Open(e.ctx, &idemDB{Database: e.db, refuse: true}, e.q.Subspace(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
