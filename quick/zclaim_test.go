@@ -3,6 +3,7 @@ package quick_test
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +212,74 @@ func TestZoneFairnessSmallTenantsAreNotStuckBehindABigOne(t *testing.T) {
 	}
 	if len(small) != 0 {
 		t.Fatalf("small tenants not claimed within 4 claims: %v", small)
+	}
+}
+
+// Claimers and enqueuers at once, over several tenants and lanes: every
+// job is claimed exactly once (the leases outlive the test), none lost.
+func TestZoneConcurrentEnqueueAndClaim(t *testing.T) {
+	e := zonesEnv(t, quick.Options{ZoneLanes: 2})
+	const enqueuers, perEnqueuer, claimers = 3, 120, 4
+	var mu sync.Mutex
+	want, seen := map[quick.ID]bool{}, map[quick.ID]int{}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for g := range enqueuers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perEnqueuer {
+				res, err := e.q.Enqueue(e.ctx, quick.NewJob{TaskType: "email", ItemSpace: fmt.Sprintf("t%d", (g+i)%5)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[res[0].ID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	var cwg sync.WaitGroup
+	for w := range claimers {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			for idle := 0; idle < 500; {
+				c, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{
+					TaskType: "email", Holder: fmt.Sprintf("w%d", w), Max: 3, Lease: 10 * time.Minute}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, l := range c.Jobs {
+					seen[l.ID]++
+				}
+				n := len(seen)
+				mu.Unlock()
+				select {
+				case <-done:
+					if len(c.Jobs) == 0 && !c.More && n >= enqueuers*perEnqueuer {
+						return
+					}
+					if len(c.Jobs) == 0 {
+						idle++ // a lost job would leave claimers idle: give up
+					}
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	cwg.Wait()
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("job %s claimed %d times", id, seen[id])
+		}
+	}
+	if len(seen) != len(want) || len(want) != enqueuers*perEnqueuer {
+		t.Errorf("claimed %d distinct jobs, enqueued %d", len(seen), len(want))
 	}
 }

@@ -133,8 +133,9 @@ func TestZoneEnqueueTxIdempotentAcrossCallerRetries(t *testing.T) {
 }
 
 // One marker per enqueue transaction, not per job: a batch of 100 costs
-// 100 job keys, one marker, one lane state and one pointer.
-func TestZoneEnqueueWritesOneMarkerPerTransaction(t *testing.T) {
+// 100 job keys and one marker; claiming it two mutations a job and the
+// lane's bookkeeping once.
+func TestZoneCostOfABatch(t *testing.T) {
 	e := zonesEnv(t, quick.Options{})
 	e.enqueue(t, quick.NewJob{TaskType: "email"}) // registers the type, creates the lane
 	jobs := make([]quick.NewJob, 100)
@@ -147,6 +148,16 @@ func TestZoneEnqueueWritesOneMarkerPerTransaction(t *testing.T) {
 	// 100 jobs + 1 marker; the lane's pointer already vests earlier.
 	if d.Mutations != 101 || d.Commits != 1 {
 		t.Fatalf("a batch of 100 cost %d mutations in %d commits, want 101 in 1", d.Mutations, d.Commits)
+	}
+	// Claiming them: a clear and a set each, and the lane's lease taken
+	// and handed back (pointer moved, lane state written, twice).
+	before = e.db.Stats()
+	if c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 100}}); len(c.Jobs) != 100 {
+		t.Fatalf("claimed %d jobs, want 100", len(c.Jobs))
+	}
+	d = e.db.Stats().Sub(before)
+	if d.Mutations != 206 || d.Commits != 1 || d.KeysRead > 110 {
+		t.Fatalf("a claim of 100 cost %d mutations in %d commits reading %d keys, want 206 in 1 reading at most 110", d.Mutations, d.Commits, d.KeysRead)
 	}
 }
 
