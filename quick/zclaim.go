@@ -366,7 +366,9 @@ func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef,
 		}
 		reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.v.MaxAttempts)
 		payload = clone(payload)
-		q.zdeadWrite(tr, now, l, c.key, c.jk, c.v, payload, ckpt, reason)
+		if err := q.zoneDeadLetterTx(tr, now, l, c.key, c.jk, c.v, reason); err != nil {
+			return false, err
+		}
 		if err := q.runDeadHook(tr, l.z.taskType, id, payload, reason); err != nil {
 			return false, err
 		}

@@ -6,62 +6,67 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// zoneDeadLetterTx moves a zones-layout job to the dead letters: its job
-// key (and payload blob) go, and a schema-1 dead record S (1, "j", id) with
-// State dead and Flags|flagZones takes its place, holding its payload,
-// item space and priority so that Requeue can place it back into its
-// zone; its checkpoint moves to S (1, "c", id) as a schema-1 dead letter
-// keeps it. Like deadLetterTx it records the outcome of a waitable job,
-// adds the dead-letter index key and count, and frees its unique key; it
-// also clears its lookup index entry (trackable jobs). It does not run the
-// DeadLetterHook: a claim that dead-letters a job on its own does.
+// zoneDeadLetterTx moves a zones-layout job to the dead letters. A dead
+// letter is a schema-1 record (State dead, Flags with flagZones, so that
+// Requeue places it back into its zone), because dead letters are rare,
+// listed per task type and kept for inspection: one list serves both
+// layouts. The record holds the payload (read from Z (3, id) when it was
+// kept beside the job key); a checkpoint goes where schema 1 keeps it,
+// S (1, "c", id), so ListDead, Requeue and PurgeDead treat both layouts'
+// dead letters alike. The job key and its blobs are cleared. flagBlob and
+// flagCkptBlob are dropped from the record's flags: they describe where the
+// zone kept the bytes, which no longer holds.
 //
-// v is the job's value as stored at key (jk parsed from key).
+// v is the job's value as it ends (Attempt: the runs started); key is its
+// job key, jk that key parsed. The caller runs the task type's dead-letter
+// hook where one applies (claims do; acks do not).
 //
-// Keys: snapshot reads of Z (3, id) and Z (4, id) when the payload or
-// checkpoint is there; clears key, Z (3, id), Z (4, id); sets
-// S (1, "j", id), S (1, "d", type, ms, id), S (1, "c", id) for a
-// checkpoint and S (1, "o", id) for a waitable job; adds to
-// S (1, "dn", type); clears S (1, "u", type, key) and S (2, "i", id).
+// Keys: reads Z (3, id) and Z (4, id) (snapshot) when the job has them;
+// sets S (1, "j", id), S (1, "d", type, ms, id), S (1, "c", id) when the job
+// has a checkpoint, S (1, "o", id) when it is waitable; adds to
+// S (1, "dn", type); clears the job key, its blobs, its unique key and its
+// lookup index. Bound: one record (payload up to MaxPayloadSize) and one
+// checkpoint (up to MaxCheckpointLen), about 200 kB.
 func (q *Queue) zoneDeadLetterTx(tr kv.Transaction, now time.Time, l laneRef, key []byte, jk zjobKey, v zjobValue, reason string) error {
-	payload, ckpt, err := q.zjobBytes(tr, l.z, jk.ID, &v)
-	if err != nil {
-		return err
-	}
-	q.zdeadWrite(tr, now, l, key, jk, v, payload, ckpt, reason)
-	return nil
-}
-
-// zjobBytes returns a job's payload and checkpoint, reading them from
-// their own keys when they are not inline (one round trip for both).
-func (q *Queue) zjobBytes(tr kv.Transaction, z zone, id ID, v *zjobValue) (payload, ckpt []byte, err error) {
-	var pf, cf kv.Future[[]byte]
+	id := jk.ID
+	reason = truncate(reason, maxErrorLen)
+	var blobF, ckF kv.Future[[]byte]
 	if v.Flags&flagBlob != 0 {
-		pf = tr.Snapshot().Get(z.blobKey(id))
+		blobF = tr.Snapshot().Get(l.z.blobKey(id))
 	}
 	if v.hasCheckpoint() && v.Flags&flagCkptBlob != 0 {
-		cf = tr.Snapshot().Get(z.ckptKey(id))
+		ckF = tr.Snapshot().Get(l.z.ckptKey(id))
 	}
-	payload, ckpt = v.Payload, v.Checkpoint
-	if pf != nil {
-		if payload, err = pf.Get(); err != nil {
-			return nil, nil, err
+	payload, ck := v.Payload, v.Checkpoint
+	if blobF != nil {
+		b, err := blobF.Get()
+		if err != nil {
+			return err
 		}
-	}
-	if cf != nil {
-		if ckpt, err = cf.Get(); err != nil {
-			return nil, nil, err
+		if b == nil {
+			q.opts.Logger.Warn("quick: dead-lettering a zones job whose payload blob is missing", "id", id, "lane", l.String())
 		}
+		payload = b
 	}
-	return payload, ckpt, nil
-}
-
-// zdeadWrite writes the dead letter of a job whose payload and checkpoint
-// are known.
-func (q *Queue) zdeadWrite(tr kv.Transaction, now time.Time, l laneRef, key []byte, jk zjobKey, v zjobValue, payload, ckpt []byte, reason string) {
-	errText := truncate(reason, maxErrorLen)
-	id := jk.ID
-	q.recordOutcome(tr, id, v.Flags, OutcomeDeadLettered, v.Attempt, errText)
+	if ckF != nil {
+		b, err := ckF.Get()
+		if err != nil {
+			return err
+		}
+		ck = b
+	}
+	created := v.CreatedAtMs
+	if created == 0 {
+		created = id.Time().UnixMilli()
+	}
+	deadMs := now.UnixMilli()
+	rec := record{
+		TaskType: l.z.taskType, Priority: int64(jk.Priority), ItemSpace: l.z.itemSpace, Payload: payload,
+		MaxAttempts: v.MaxAttempts, UniqueKey: v.UniqueKey, CreatedAtMs: created,
+		State: stateDead, DeadAtMs: deadMs, LastError: reason, Attempts: v.Attempt,
+		Flags: (v.Flags | flagZones) &^ (flagBlob | flagCkptBlob),
+	}
+	q.recordOutcome(tr, id, v.Flags, OutcomeDeadLettered, v.Attempt, reason)
 	tr.Clear(key)
 	if v.Flags&flagBlob != 0 {
 		tr.Clear(l.z.blobKey(id))
@@ -69,27 +74,17 @@ func (q *Queue) zdeadWrite(tr kv.Transaction, now time.Time, l laneRef, key []by
 	if v.Flags&flagCkptBlob != 0 {
 		tr.Clear(l.z.ckptKey(id))
 	}
-	createdMs := v.CreatedAtMs
-	if createdMs == 0 {
-		createdMs = id.Time().UnixMilli()
-	}
-	flags := v.Flags&^(flagBlob|flagCkptBlob) | flagZones
-	if ckpt != nil && v.hasCheckpoint() {
-		tr.Set(q.k.ckptKey(id), ckpt)
+	if v.hasCheckpoint() && ck != nil {
+		tr.Set(q.k.ckptKey(id), ck)
 	} else {
-		flags &^= flagCheckpoint
-	}
-	rec := record{
-		TaskType: l.z.taskType, Priority: int64(l.prio), ItemSpace: l.z.itemSpace, Payload: payload,
-		MaxAttempts: v.MaxAttempts, UniqueKey: v.UniqueKey, CreatedAtMs: createdMs,
-		PlacedAtMs: jk.VestMs, PlacedLane: int64(l.lane), LastError: errText,
-		State: stateDead, DeadAtMs: now.UnixMilli(), Attempts: v.Attempt, Flags: flags,
+		rec.Flags &^= flagCheckpoint
 	}
 	tr.Set(q.k.jobKey(id), rec.marshal())
-	tr.Set(q.k.deadKey(l.z.taskType, rec.DeadAtMs, id), nil)
-	tr.Add(q.k.deadCountKey(l.z.taskType), le64(1))
+	tr.Set(q.k.deadKey(rec.TaskType, deadMs, id), nil)
+	tr.Add(q.k.deadCountKey(rec.TaskType), le64(1))
 	if v.UniqueKey != "" {
-		tr.Clear(q.k.uniqKey(l.z.taskType, v.UniqueKey))
+		tr.Clear(q.k.uniqKey(rec.TaskType, v.UniqueKey))
 	}
 	q.indexClear(tr, id, v.Flags)
+	return nil
 }
