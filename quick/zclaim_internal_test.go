@@ -12,30 +12,30 @@ import (
 	"github.com/quickfdb/quickfdb/kv/memkv"
 )
 
-var zepoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+var zcEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-type zenv struct {
+type zcEnv struct {
 	q   *Queue
 	db  *kv.CountedDB
 	clk *clock.Fake
 	ctx context.Context
 }
 
-func newZEnv(t testing.TB, opts Options) *zenv {
+func newZCEnv(t testing.TB, opts Options) *zcEnv {
 	t.Helper()
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	db := kv.WithCounters(raw)
-	clk := clock.NewFake(zepoch)
+	clk := clock.NewFake(zcEpoch)
 	opts.Clock, opts.Layout = clk, LayoutZones
 	ctx := context.Background()
 	q, err := Open(ctx, db, space, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &zenv{q: q, db: db, clk: clk, ctx: ctx}
+	return &zcEnv{q: q, db: db, clk: clk, ctx: ctx}
 }
 
-func (e *zenv) enqueue(t testing.TB, jobs ...NewJob) []Enqueued {
+func (e *zcEnv) enqueue(t testing.TB, jobs ...NewJob) []Enqueued {
 	t.Helper()
 	res, err := e.q.Enqueue(e.ctx, jobs...)
 	if err != nil {
@@ -44,7 +44,7 @@ func (e *zenv) enqueue(t testing.TB, jobs ...NewJob) []Enqueued {
 	return res
 }
 
-func (e *zenv) claim(t testing.TB, o ZoneClaimOptions) ZoneClaimed {
+func (e *zcEnv) claim(t testing.TB, o ZoneClaimOptions) ZoneClaimed {
 	t.Helper()
 	if o.TaskType == "" {
 		o.TaskType = "email"
@@ -62,14 +62,14 @@ func (e *zenv) claim(t testing.TB, o ZoneClaimOptions) ZoneClaimed {
 	return res
 }
 
-func (e *zenv) write(t testing.TB, fn func(tr kv.Transaction)) {
+func (e *zcEnv) write(t testing.TB, fn func(tr kv.Transaction)) {
 	t.Helper()
 	if err := e.db.Transact(e.ctx, func(tr kv.Transaction) error { fn(tr); return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (e *zenv) get(t testing.TB, key []byte) []byte {
+func (e *zcEnv) get(t testing.TB, key []byte) []byte {
 	t.Helper()
 	var v []byte
 	err := e.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
@@ -83,7 +83,7 @@ func (e *zenv) get(t testing.TB, key []byte) []byte {
 	return v
 }
 
-func (e *zenv) count(t testing.TB, r kv.KeyRange) int {
+func (e *zcEnv) count(t testing.TB, r kv.KeyRange) int {
 	t.Helper()
 	n := 0
 	err := e.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
@@ -97,23 +97,23 @@ func (e *zenv) count(t testing.TB, r kv.KeyRange) int {
 	return n
 }
 
-func (e *zenv) pointers(t testing.TB, taskType string) int {
+func (e *zcEnv) pointers(t testing.TB, taskType string) int {
 	return e.count(t, rangeOf(e.q.zk.ptr.Sub(taskType)))
 }
 
 // Claims clear pointers that name no lane state or another pointer time,
 // and keep working the healthy lanes.
 func TestZoneStalePointersAreCleared(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZCEnv(t, Options{})
 	res := e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "ok"})
 	// A stale pointer: a lane that has no state (and no jobs), and one
 	// whose lane state names another pointer time.
 	ghost := laneRef{z: e.q.zoneOf("email", "ghost"), prio: Normal, lane: 0}
 	other := laneRef{z: e.q.zoneOf("email", "moved"), prio: Normal, lane: 0}
 	e.write(t, func(tr kv.Transaction) {
-		tr.Set(e.q.pointerKeyOf(ghost, zepoch.UnixMilli()-5), pointerValueOf(ghost))
-		tr.Set(e.q.pointerKeyOf(other, zepoch.UnixMilli()-4), pointerValueOf(other))
-		s := laneState{PtrMs: zepoch.UnixMilli() + 3_600_000}
+		tr.Set(e.q.pointerKeyOf(ghost, zcEpoch.UnixMilli()-5), pointerValueOf(ghost))
+		tr.Set(e.q.pointerKeyOf(other, zcEpoch.UnixMilli()-4), pointerValueOf(other))
+		s := laneState{PtrMs: zcEpoch.UnixMilli() + 3_600_000}
 		tr.Set(other.stateKey(), s.marshal())
 		tr.Set(e.q.pointerKeyOf(other, s.PtrMs), pointerValueOf(other))
 	})
@@ -140,7 +140,7 @@ func TestZoneStalePointersAreCleared(t *testing.T) {
 // A pointer, a lane state or a job value that does not decode does not
 // block healthy work; the bad entries are quarantined or rebuilt.
 func TestZoneCorruptEntriesDoNotBlockHealthyWork(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZCEnv(t, Options{})
 	res := e.enqueue(t,
 		NewJob{TaskType: "email", ItemSpace: "a"},
 		NewJob{TaskType: "email", ItemSpace: "a"},
@@ -152,7 +152,7 @@ func TestZoneCorruptEntriesDoNotBlockHealthyWork(t *testing.T) {
 		tr.Set(append(e.q.zk.ptr.Sub("email", int64(Normal)).Bytes(), 0x01, 0xff), []byte("junk"))
 		// A job value that does not decode, before a's jobs, and a key in
 		// a's lane that does not parse.
-		tr.Set(a.jobKey(zepoch.UnixMilli()-10, NewID(zepoch)), []byte{0xff, 0xff, 0xff})
+		tr.Set(a.jobKey(zcEpoch.UnixMilli()-10, NewID(zcEpoch)), []byte{0xff, 0xff, 0xff})
 		tr.Set(append(a.laneRange().Begin, 0x05), []byte("x"))
 		// b's lane state does not decode.
 		tr.Set(b.stateKey(), []byte{0xff, 0xff})
@@ -177,7 +177,7 @@ func TestZoneCorruptEntriesDoNotBlockHealthyWork(t *testing.T) {
 
 // PurgeMarkers clears zones markers older than the idempotency window.
 func TestZonePurgeMarkers(t *testing.T) {
-	e := newZEnv(t, Options{IdempotencyWindow: time.Hour})
+	e := newZCEnv(t, Options{IdempotencyWindow: time.Hour})
 	old := e.enqueue(t, NewJob{TaskType: "email"})
 	e.clk.Advance(40 * time.Minute)
 	young := e.enqueue(t, NewJob{TaskType: "email"})
@@ -194,7 +194,7 @@ func TestZonePurgeMarkers(t *testing.T) {
 // SetZoneLanes resizes it while jobs are leased and pending: no job is
 // lost or moved, and new jobs spread over the new lanes.
 func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
-	e := newZEnv(t, Options{MaxZoneLanes: 4})
+	e := newZCEnv(t, Options{MaxZoneLanes: 4})
 	z := e.q.zoneOf("email", "hot")
 	lanesOf := func() int {
 		return e.q.zoneLanesOf(e.get(t, z.metaKey()))
@@ -211,7 +211,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	// in every run.
 	first := batch(100)
 	for i := range first {
-		first[i].ID = DeterministicID(zepoch, [10]byte{42, byte(i)})
+		first[i].ID = DeterministicID(zcEpoch, [10]byte{42, byte(i)})
 	}
 	for _, r := range e.enqueue(t, first...) {
 		want[r.ID] = true
@@ -291,7 +291,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 // Keep holds the lane while it has vested jobs: the next claim continues
 // on it through Pointer; a lost lane lease says so.
 func TestZoneKeepContinuesOnTheLane(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZCEnv(t, Options{})
 	jobs := make([]NewJob, 25)
 	for i := range jobs {
 		jobs[i] = NewJob{TaskType: "email", ItemSpace: "a"}
@@ -346,7 +346,7 @@ func TestZoneClaimRecognisesItsOwnCommit(t *testing.T) {
 		"1025-in-commit": {CancelledCommitted: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			truth := newZEnv(t, Options{})
+			truth := newZCEnv(t, Options{})
 			faulty := kv.WithFaults(truth.db, f)
 			q, err := Open(truth.ctx, faulty, truth.q.space, truth.q.opts)
 			if err != nil {
@@ -383,7 +383,7 @@ func TestZoneClaimRecognisesItsOwnCommit(t *testing.T) {
 // A claim that dead-lettered an exhausted job in a commit reported unknown
 // counts it once, and the job is dead once.
 func TestZoneClaimRecognisesItsOwnDeadLetters(t *testing.T) {
-	truth := newZEnv(t, Options{})
+	truth := newZCEnv(t, Options{})
 	faulty := kv.WithFaults(truth.db, kv.Faults{UnknownCommitted: 1})
 	q, err := Open(truth.ctx, faulty, truth.q.space, truth.q.opts)
 	if err != nil {
