@@ -49,13 +49,7 @@ type Lease struct {
 // The token stays unexported; worker and the internal tools read it
 // through internal/leasetoken.
 func init() {
-	leasetoken.Of = func(a any) uint64 {
-		l := a.(Lease)
-		if l.zl != nil {
-			return l.zl.v.Token
-		}
-		return l.sv.Token
-	}
+	leasetoken.Of = func(a any) uint64 { return a.(Lease).token() }
 }
 
 // Lane returns the lane the job's schedule key is in now.

@@ -3,9 +3,12 @@ package quick
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
@@ -51,7 +54,14 @@ func zlaneLost(id ID, laneErr error) error {
 // token in a transaction, serializably: a takeover of the lane (a new
 // token) between the read and the commit makes the commit fail.
 type zholds struct {
-	byKey map[string]*zhold
+	byPtr map[*PointerLease]*zhold // the leases of one hand-out share theirs
+	byKey map[holdID]*zhold
+}
+
+// holdID names a lane lease: its lane state key and token.
+type holdID struct {
+	state string
+	token uint64
 }
 
 type zhold struct {
@@ -61,23 +71,25 @@ type zhold struct {
 	err  error
 }
 
-func holdKey(p *PointerLease) string {
-	return fmt.Sprintf("%s/%d", p.lane.stateKey(), p.token)
-}
-
 // read issues the lane-state read of p unless one is issued already.
 func (h *zholds) read(tr kv.Transaction, p *PointerLease) {
-	k := holdKey(p)
-	if _, ok := h.byKey[k]; ok {
+	if _, ok := h.byPtr[p]; ok {
 		return
 	}
-	if h.byKey == nil {
-		h.byKey = map[string]*zhold{}
+	if h.byPtr == nil {
+		h.byPtr, h.byKey = map[*PointerLease]*zhold{}, map[holdID]*zhold{}
 	}
-	h.byKey[k] = &zhold{f: tr.Get(p.lane.stateKey())}
+	key := p.lane.stateKey()
+	id := holdID{state: string(key), token: p.token}
+	z, ok := h.byKey[id]
+	if !ok {
+		z = &zhold{f: tr.Get(key)}
+		h.byKey[id] = z
+	}
+	h.byPtr[p] = z
 }
 
-// check returns nil when p still holds its lane (a lease that lapsed but
+// check (after read of p or of a copy of it) returns nil when p still holds its lane (a lease that lapsed but
 // was not taken over still holds), an error wrapping ErrPointerLost when
 // not, or the read's error.
 func (h *zholds) check(p *PointerLease) error {
@@ -87,7 +99,13 @@ func (h *zholds) check(p *PointerLease) error {
 
 // state is check that also returns the lane state read.
 func (h *zholds) state(p *PointerLease) (laneState, error) {
-	z := h.byKey[holdKey(p)]
+	z, ok := h.byPtr[p]
+	if !ok {
+		// Another copy of a lane lease read already (read was called
+		// with one of them).
+		z = h.byKey[holdID{state: string(p.lane.stateKey()), token: p.token}]
+		h.byPtr[p] = z
+	}
 	if z.done {
 		return z.s, z.err
 	}
@@ -469,17 +487,36 @@ func (q *Queue) zextendMany(ctx context.Context, ls []Lease, d time.Duration) ([
 }
 
 // zleaseTokens returns the token each lease has after a renewal: its own
-// for a per-job lease, a fresh one for a short lease (promoted).
+// for a per-job lease, its run token for a short lease (promoted).
 func zleaseTokens(ls []Lease) []uint64 {
 	toks := make([]uint64, len(ls))
 	for i, l := range ls {
-		if l.zl != nil && l.zl.ptr == nil {
-			toks[i] = l.zl.v.Token
-		} else {
-			toks[i] = newToken()
-		}
+		toks[i] = l.token()
 	}
 	return toks
+}
+
+// token is a lease's token, as internal/leasetoken reports it: for a short
+// lease, a run token made from its lane lease's token and its job's ID,
+// which a promotion (Extend, Checkpoint, HandBack) writes as the per-job
+// lease's token. A run so keeps one token from hand-out to its end, as a
+// per-job lease keeps its claim's through renewals (the worker names runs
+// by it), and a retried promotion finds the token it planned. Lane lease
+// tokens are random, so run tokens of different hand-outs differ.
+func (l Lease) token() uint64 {
+	switch {
+	case l.zl == nil:
+		return l.sv.Token
+	case l.zl.ptr == nil:
+		return l.zl.v.Token
+	}
+	var b [8 + len(ID{})]byte
+	binary.LittleEndian.PutUint64(b[:8], l.zl.ptr.token)
+	copy(b[8:], l.ID[:])
+	if t := xxh3.Hash(b[:]); t != 0 {
+		return t
+	}
+	return 1
 }
 
 // zmoveTx moves a held job's key to deadlineMs with token tok and returns

@@ -43,6 +43,11 @@ import (
 // blobs; writes only for dead letters and quarantines (each with a
 // read-conflict key on its job key).
 func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
+	if !p.Short || p.Lapsed {
+		// A lapsed lane's jobs may have killed their holder: they run with
+		// per-job leases, which count attempts.
+		return fmt.Errorf("%w: short-job hand-out from lane %s leased with Short %v, Lapsed %v", ErrInvalidOption, p.lane, p.Short, p.Lapsed)
+	}
 	maxJobs, maxBytes := opts.Max, opts.MaxBytes
 	if maxJobs <= 0 {
 		maxJobs = 1
@@ -227,6 +232,11 @@ func (q *Queue) ExtendPointer(ctx context.Context, p PointerLease, d time.Durati
 // running jobs are promoted in transactions of 500 while the lane stays
 // held; the last one hands it back.
 //
+// Call it once the acks of the jobs that ended have returned: it changes
+// the lane state, so an ack of a short lease still in flight conflicts,
+// retries and finds its lane handed back (a lost lease, and its job runs
+// again).
+//
 // Keys: per transaction reads Z (1, prio, lane) (serializable) and each
 // running job's key (serializable); clears and sets each job key; the last
 // also reads the lane's first key (snapshot, after the promotions), adds a
@@ -253,10 +263,7 @@ func (q *Queue) HandBack(ctx context.Context, p PointerLease, running []Lease, l
 	committed := append([]Lease(nil), running...)
 	errs := make([]error, len(running))
 	applied := make([]bool, len(running))
-	toks := make([]uint64, len(running))
-	for _, i := range idx {
-		toks[i] = newToken()
-	}
+	toks := zleaseTokens(running)
 	for start := 0; start == 0 || start < len(idx); start += extendBatch {
 		end := min(start+extendBatch, len(idx))
 		last := end == len(idx)

@@ -173,6 +173,9 @@ func TestShortExtendPromotesALongJob(t *testing.T) {
 	if l2.Short() || !l2.Deadline.Equal(want) || l2.Attempt != 1 || l2.zl.v.Token == 0 || l2.zl.v.Attempt != 1 || l2.zl.v.Holder != "w" {
 		t.Fatalf("promoted lease %+v (value %+v)", l2, l2.zl.v)
 	}
+	if l2.token() != long.token() || long.token() == quick.token() {
+		t.Fatalf("run tokens: short %x, promoted %x, other %x; want the run to keep its token", long.token(), l2.token(), quick.token())
+	}
 	if err := e.q.Complete(e.ctx, long); !IsLeaseLost(err) {
 		t.Fatalf("complete with the short lease after promotion = %v", err)
 	}
