@@ -421,8 +421,8 @@ func hasZoneLeases(ls []Lease) bool {
 	return false
 }
 
-// zextendMany renews zones leases until now + d, extendBatch a
-// transaction. A per-job lease's key moves to the new deadline with its
+// zextendMany renews zones leases until now + d, in transactions of at
+// most extendBatch leases and about 1 MB (zmoveSplit). A per-job lease's key moves to the new deadline with its
 // token; a short lease becomes a per-job lease there (a fresh token, the
 // run's attempt written, its holder and lease time), so a job that outlives
 // its lane lease keeps running without a gap. Tokens are fixed before the
@@ -441,8 +441,8 @@ func (q *Queue) zextendMany(ctx context.Context, ls []Lease, d time.Duration) ([
 	errs := make([]error, len(ls))
 	applied := make([]bool, len(ls))
 	toks := zleaseTokens(ls)
-	for start := 0; start < len(ls); start += extendBatch {
-		end := min(start+extendBatch, len(ls))
+	for start, end := 0, 0; start < len(ls); start = end {
+		end = zmoveSplit(len(ls), func(i int) Lease { return ls[i] }, start)
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			batch := ls[start:end]
 			var holds zholds
@@ -484,6 +484,36 @@ func (q *Queue) zextendMany(ctx context.Context, ls []Lease, d time.Duration) ([
 		}
 	}
 	return out, errs, nil
+}
+
+// zmoveSplit returns the end of the batch of moves that starts at start,
+// of n leases (lease(i) is the i-th): at most extendBatch leases and about
+// ackBatchBytes of mutations. A move rewrites the job's value, which holds
+// its payload and checkpoint inline (up to InlinePayload each), its last
+// error (up to 2,000 bytes) and unique key: up to about 5 kB, so 500 of
+// them could pass FDB's advised 1 MB. The first lease always goes.
+func zmoveSplit(n int, lease func(i int) Lease, start int) int {
+	end, size := start, 0
+	for end < n && end-start < extendBatch {
+		c := zmoveCost(lease(end))
+		if end > start && size+c > ackBatchBytes {
+			break
+		}
+		size += c
+		end++
+	}
+	return end
+}
+
+// zmoveCost bounds the mutation bytes of moving one zones job: the cleared
+// and set keys and the value as the lease last saw it.
+func zmoveCost(l Lease) int {
+	if l.zl == nil {
+		return 256
+	}
+	v := &l.zl.v
+	return 256 + 2*(len(l.zl.lane.z.space.Bytes())+48) + len(v.Payload) + len(v.Checkpoint) + len(v.LastError) +
+		len(v.UniqueKey) + len(v.Holder)
 }
 
 // zleaseTokens returns the token each lease has after a renewal: its own

@@ -388,3 +388,31 @@ func TestZoneAckTx(t *testing.T) {
 		t.Fatalf("CompleteTx of a finished job = %v", err)
 	}
 }
+
+// Extends rewrite the job's value (payload and checkpoint inline): 500 of
+// 2.5 kB go in two transactions, under FDB's advised 1 MB each.
+func TestZoneExtendSplitsByBytes(t *testing.T) {
+	e := newZEnv(t, Options{}, nil)
+	jobs := make([]zjob, 500)
+	for i := range jobs {
+		jobs[i] = zjob{Payload: bytes.Repeat([]byte("p"), InlinePayload), Checkpoint: bytes.Repeat([]byte("c"), InlinePayload),
+			UniqueKey: strings.Repeat("u", 400) + string(rune('a'+i%26)) + strings.Repeat("x", i/26)}
+	}
+	e.zput(t, jobs...)
+	ls := e.zclaim(t, e.lane0("email", ""), "w", time.Minute, 500)
+	e.clk.Advance(time.Second)
+	before := e.db.Stats()
+	out, errs, err := e.q.ExtendMany(e.ctx, ls, time.Minute)
+	if err != nil || len(out) != 500 {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := e.db.Stats().Sub(before)
+	if d.Commits != 2 || d.BytesWritten/d.Commits > 1<<20 {
+		t.Fatalf("500 extends of 2.5 kB: %v; want 2 commits under 1 MB", d)
+	}
+}

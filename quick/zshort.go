@@ -229,8 +229,9 @@ func (q *Queue) ExtendPointer(ctx context.Context, p PointerLease, d time.Durati
 // key after the promotions: now when vested jobs remain (jobs never handed
 // out, or released), the earliest deadline or vesting time otherwise, or it
 // is removed with the lane state when the lane holds no key. More than 500
-// running jobs are promoted in transactions of 500 while the lane stays
-// held; the last one hands it back.
+// running jobs (or about 1 MB of their values) are promoted in
+// transactions of 500 (or 1 MB) while the lane stays held; the last one
+// hands it back.
 //
 // Call it once the acks of the jobs that ended have returned: it changes
 // the lane state, so an ack of a short lease still in flight conflicts,
@@ -264,9 +265,10 @@ func (q *Queue) HandBack(ctx context.Context, p PointerLease, running []Lease, l
 	errs := make([]error, len(running))
 	applied := make([]bool, len(running))
 	toks := zleaseTokens(running)
-	for start := 0; start == 0 || start < len(idx); start += extendBatch {
-		end := min(start+extendBatch, len(idx))
-		last := end == len(idx)
+	// One transaction at least: the last hands the lane back.
+	for start, last := 0, false; !last; {
+		end := zmoveSplit(len(idx), func(j int) Lease { return running[idx[j]] }, start)
+		last = end == len(idx)
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			return q.handBackTx(tr, &p, running, idx[start:end], last, now, deadlineMs, toks, out, errs, applied, maybeCommitted)
 		})
@@ -276,6 +278,7 @@ func (q *Queue) HandBack(ctx context.Context, p PointerLease, running []Lease, l
 		for _, i := range idx[start:end] {
 			committed[i] = out[i]
 		}
+		start = end
 	}
 	return out, zlostErrors("hand back", errs)
 }
