@@ -180,8 +180,10 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 
 // ExtendPointer renews a held lane lease until now+d (at least a second,
 // at most MaxLease): the lane's pointer and state move there, its token
-// stays, so the short leases handed out under it stay valid. A lease
-// already lost returns an error wrapping ErrPointerLost and changes nothing.
+// stays, so the short leases handed out under it stay valid (their
+// Deadline fields keep the hand-out's deadline: their lease is the lane's,
+// as renewed here). A lease already lost returns an error wrapping
+// ErrPointerLost and changes nothing.
 //
 // Keys: reads Z (1, prio, lane) (serializable); writes it, clears the old
 // pointer and sets the new one.
