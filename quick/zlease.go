@@ -83,7 +83,7 @@ func (h *zholds) read(tr kv.Transaction, p *PointerLease) {
 	id := holdID{state: string(key), token: p.token}
 	z, ok := h.byKey[id]
 	if !ok {
-		z = &zhold{f: tr.Get(key)}
+		z = &zhold{f: leaseRead(tr).Get(key)}
 		h.byKey[id] = z
 	}
 	h.byPtr[p] = z
