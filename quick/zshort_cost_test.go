@@ -96,3 +96,38 @@ func TestShortCostPerJob(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkShortClaimAck is the claim + ack path of short-job mode per
+// job (an op is a job), on memkv: hand-outs of 100 continuing on one lane,
+// acks of 100, one hand-back.
+//
+//	go test ./quick -run '^$' -bench BenchmarkShortClaimAck -benchmem -benchtime 20000x
+func BenchmarkShortClaimAck(b *testing.B) {
+	e := newZEnv(b, Options{}, nil)
+	jobs := make([]zjob, b.N)
+	for i := range jobs {
+		jobs[i].Payload = make([]byte, 100)
+	}
+	e.zput(b, jobs...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := 0
+	res := e.shortClaim(b, "w", nil, 100)
+	for {
+		done += len(res.Jobs)
+		if _, err := e.q.Ack(e.ctx, completes(res.Jobs)...); err != nil {
+			b.Fatal(err)
+		}
+		if !res.More {
+			break
+		}
+		res = e.shortClaim(b, "w", res.Pointer, 100)
+	}
+	if _, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if done != b.N {
+		b.Fatalf("%d of %d jobs", done, b.N)
+	}
+}
