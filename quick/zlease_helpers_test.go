@@ -17,6 +17,13 @@ import (
 // docs/design.md "Two levels" says a claim does, so the lease operations
 // can be tested on their own.
 
+// tb is what the helpers need of a test: *testing.T and *rapid.T both.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 var zepoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // zenv is a zones queue (q, over counters and optionally faults) beside a
@@ -77,7 +84,7 @@ type zjob struct {
 
 // zput places jobs as an enqueue does: the job key (payload inline up to
 // InlinePayload bytes, else under Z (3, id)), and cover for its lane.
-func (e *zenv) zput(t testing.TB, jobs ...zjob) []ID {
+func (e *zenv) zput(t tb, jobs ...zjob) []ID {
 	t.Helper()
 	now := e.clk.Now()
 	ids := make([]ID, len(jobs))
@@ -196,7 +203,7 @@ func zclaimTx(tr kv.Transaction, l laneRef, holder string, lease time.Duration, 
 
 // zclaim claims up to max vested jobs of lane 0 of a zone by hand (the
 // lane's pointer is left alone: moving keys later needs no cover).
-func (e *zenv) zclaim(t testing.TB, l laneRef, holder string, lease time.Duration, n int) []Lease {
+func (e *zenv) zclaim(t tb, l laneRef, holder string, lease time.Duration, n int) []Lease {
 	t.Helper()
 	var out []Lease
 	err := e.truth.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
@@ -241,7 +248,7 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Poin
 // zacquireClaim is a per-job-lease claim of the zones layout: it acquires
 // a lane (as a worker that finds a lapsed short lane does), takes its
 // vested jobs with per-job leases and hands the lane back.
-func (e *zenv) zacquireClaim(t testing.TB, q *Queue, taskType, holder string, lease time.Duration, n int) (PointerLease, []Lease) {
+func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time.Duration, n int) (PointerLease, []Lease) {
 	t.Helper()
 	var p PointerLease
 	var out []Lease
@@ -273,7 +280,7 @@ func (e *zenv) zacquireClaim(t testing.TB, q *Queue, taskType, holder string, le
 }
 
 // laneKeys returns the job keys of a lane, parsed, with their values.
-func (e *zenv) laneKeys(t testing.TB, l laneRef) ([]zjobKey, []zjobValue) {
+func (e *zenv) laneKeys(t tb, l laneRef) ([]zjobKey, []zjobValue) {
 	t.Helper()
 	var jks []zjobKey
 	var vs []zjobValue
@@ -303,7 +310,7 @@ func (e *zenv) laneKeys(t testing.TB, l laneRef) ([]zjobKey, []zjobValue) {
 }
 
 // get reads one key of the raw database.
-func (e *zenv) get(t testing.TB, key []byte) []byte {
+func (e *zenv) get(t tb, key []byte) []byte {
 	t.Helper()
 	var v []byte
 	err := e.raw.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
@@ -319,7 +326,7 @@ func (e *zenv) get(t testing.TB, key []byte) []byte {
 
 // laneState reads a lane's state and whether its pointer is where the
 // state says (ok false: no state).
-func (e *zenv) laneState(t testing.TB, l laneRef) (laneState, bool) {
+func (e *zenv) laneState(t tb, l laneRef) (laneState, bool) {
 	t.Helper()
 	v := e.get(t, l.stateKey())
 	if v == nil {
@@ -336,7 +343,7 @@ func (e *zenv) laneState(t testing.TB, l laneRef) (laneState, bool) {
 }
 
 // pointers counts the pointer entries of a task type.
-func (e *zenv) pointers(t testing.TB, taskType string) int {
+func (e *zenv) pointers(t tb, taskType string) int {
 	t.Helper()
 	n := 0
 	err := e.raw.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
