@@ -206,11 +206,17 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 			return res, nil
 		}
 	}
+	var err error
 	if p.Short && !p.Lapsed {
-		err := q.takeShort(tr, opts, &p, now, &res)
-		return res, err
+		err = q.takeShort(tr, opts, &p, now, &res)
+	} else {
+		err = q.claimLane(tr, opts, &p, now, &res)
 	}
-	return res, q.claimLane(tr, opts, &p, now, &res)
+	if err == nil && res.Pointer != nil {
+		// The claim keeps the lane: write the lease acquire took.
+		q.saveHold(tr, res.Pointer)
+	}
+	return res, err
 }
 
 // zcand is a vested job a lane read met.

@@ -240,7 +240,13 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Poin
 			}
 			found = true
 		}
-		return q.takeShort(tr, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: taskType, Holder: holder, Max: max}}, &held, now, &res)
+		if err := q.takeShort(tr, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: taskType, Holder: holder, Max: max}}, &held, now, &res); err != nil {
+			return err
+		}
+		if res.Pointer != nil {
+			q.saveHold(tr, res.Pointer)
+		}
+		return nil
 	})
 	return res, found, err
 }

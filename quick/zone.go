@@ -60,6 +60,13 @@ type PointerLease struct {
 	lane   laneRef
 	token  uint64
 	cursor []byte // short-job mode: the last job key handed out
+	// unsaved is set between acquire and the end of the claim's
+	// transaction: the lease is not written yet, and the pointer is still
+	// at fromMs. A claim that hands the lane back in the same transaction
+	// so writes the lane state and the pointer once, not twice (saveHold
+	// writes the lease when the claim keeps the lane).
+	unsaved bool
+	fromMs  int64
 }
 
 // ZoneClaimOptions shape one claim from the zones layout.
