@@ -74,6 +74,10 @@ type JobInfo struct {
 	HasCheckpoint bool
 	// Waitable says the job's outcome will be recorded (NewJob.Waitable).
 	Waitable bool
+
+	// zl is set for a zones-layout job (zlookup.go): where its key is, for
+	// Cancel and RunNow.
+	zl *zoneRef
 }
 
 func stateOf(sv schedValue, vestMs, nowMs int64) State {
@@ -109,6 +113,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
 	lf := rt.Get(q.k.leaseKey(id))
+	zf := rt.Get(q.zk.indexKey(id))
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -121,7 +126,11 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		if mv != nil {
 			return JobInfo{ID: id, State: StateFinished}, nil, nil
 		}
-		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		zv, err := zf.Get()
+		if err != nil {
+			return JobInfo{}, nil, err
+		}
+		return q.lookupZone(rt, id, zv)
 	}
 	var rec record
 	if err := rec.unmarshal(rv); err != nil {
@@ -135,6 +144,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	if rec.State == stateDead {
 		info.State = StateDead
 		info.DeadAt = time.UnixMilli(rec.DeadAtMs)
+		info.zl = q.deadZoneRef(&rec)
 		return info, nil, nil
 	}
 	lv, err := lf.Get()
@@ -223,6 +233,9 @@ func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
 	if info.State == StateFinished {
 		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
 	}
+	if info.zl != nil && !info.zl.dead {
+		return q.cancelZoneTx(tr, info, key)
+	}
 	// Conflict with a claim or ack that moves the key meanwhile.
 	if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
 		return err
@@ -245,6 +258,9 @@ func (q *Queue) forget(tr kv.Transaction, info JobInfo) {
 	tr.Clear(q.k.jobKey(info.ID))
 	tr.Clear(q.k.ckptKey(info.ID))
 	tr.Clear(q.k.leaseKey(info.ID))
+	if info.zl != nil {
+		q.forgetZone(tr, info)
+	}
 	if info.State == StateDead {
 		tr.Clear(q.k.deadKey(info.TaskType, info.DeadAt.UnixMilli(), info.ID))
 		tr.Add(q.k.deadCountKey(info.TaskType), le64(-1))
