@@ -294,7 +294,7 @@ func (q *Queue) ZoneJobs(ctx context.Context, opts ZoneJobsOptions) (JobPage, er
 	limit := inspectLimit(opts.Limit, 100)
 	z := q.zoneOf(opts.TaskType, opts.ItemSpace)
 	r := z.jobs()
-	prefix := r.Begin
+	prefix := z.space.Sub(int64(zJobs)).Bytes()
 	// The cursor names the zone: the task type and the tenant.
 	name := opts.TaskType + "\x00" + opts.ItemSpace
 	after, err := opts.Cursor.key(cursorZoneJobs, name, prefix)
