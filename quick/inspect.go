@@ -97,6 +97,12 @@ func stateOf(sv schedValue, vestMs, nowMs int64) State {
 // schedule key where the record placed the job and, for a job claimed
 // since, where the lease index says its lease is. See docs/design.md,
 // "Lookup by ID".
+//
+// A zones-layout job is found through its lookup index entry S(2,"i",id)
+// (Trackable task types only; read in the first round trip when the queue's
+// Layout is LayoutZones, else in a second one once the schema-1 keys are
+// missing), then its job key and payload blob at once. An ID found nowhere
+// is ErrNotTrackable (which wraps ErrNotFound) on a zones queue.
 func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, error) {
 	var info JobInfo
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -113,7 +119,12 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
 	lf := rt.Get(q.k.leaseKey(id))
-	zf := rt.Get(q.zk.indexKey(id))
+	// A zones queue reads the lookup index in the same round trip; a lanes
+	// queue only once the schema-1 keys are missing.
+	var zf kv.Future[[]byte]
+	if q.opts.Layout == LayoutZones {
+		zf = rt.Get(q.zk.indexKey(id))
+	}
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -125,6 +136,9 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		}
 		if mv != nil {
 			return JobInfo{ID: id, State: StateFinished}, nil, nil
+		}
+		if zf == nil {
+			zf = rt.Get(q.zk.indexKey(id))
 		}
 		zv, err := zf.Get()
 		if err != nil {
