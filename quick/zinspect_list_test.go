@@ -200,3 +200,70 @@ func TestZoneInspectionFollowsZoneSpace(t *testing.T) {
 		t.Fatalf("pointers %+v, %v", ps, err)
 	}
 }
+
+// The inspections cost what their options allow, whatever the number of
+// tenants and the backlog: 300 tenants, one of them with 2,000 ready jobs.
+func TestZoneInspectionIsBoundedWhateverTheTenantsAndBacklog(t *testing.T) {
+	e := newZEnv(t, Options{})
+	now := e.clk.Now()
+	for i := range 300 {
+		e.place(t, zjob{ItemSpace: fmt.Sprintf("t%03d", i), Vest: now.Add(-time.Duration(300-i) * time.Millisecond)})
+	}
+	if err := e.q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
+		z := e.q.zoneOf("email", "big")
+		l := laneRef{z: z, prio: Normal}
+		for i := range 2000 {
+			id := NewID(now)
+			tr.Set(l.jobKey(now.Add(-time.Hour).UnixMilli()+int64(i), id), (&zjobValue{Payload: []byte("x")}).marshal())
+		}
+		return e.q.cover(tr, l, now.Add(-time.Hour).UnixMilli(), now.UnixMilli())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	counted := kv.WithCounters(e.raw)
+	q := e.reopen(t, counted)
+	cost := func(what string, f func() error) kv.Stats {
+		t.Helper()
+		before := counted.Stats()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return counted.Stats().Sub(before)
+	}
+	d := cost("ready tenants", func() error {
+		got, err := q.ReadyTenants(e.ctx, ReadyTenantsOptions{TaskType: "email", Limit: 5, CountCap: 100})
+		if err == nil && (len(got) != 5 || got[0].ItemSpace != "big" || got[0].Ready != 100 || got[0].Exact) {
+			t.Errorf("ready tenants %+v", got)
+		}
+		return err
+	})
+	// Three pointer ranges (5 entries each at most) and five lanes (101
+	// keys each at most).
+	if d.RangeReads != 3+5 || d.Reads != 0 || d.KeysRead > 3*5+5*101 {
+		t.Errorf("ReadyTenants cost %+v", d)
+	}
+	d = cost("pointers", func() error {
+		_, err := q.Pointers(e.ctx, PointersOptions{TaskType: "email", Limit: 10})
+		return err
+	})
+	if d.RangeReads != 1 || d.Reads != 10 || d.KeysRead > 11+10 {
+		t.Errorf("Pointers cost %+v", d)
+	}
+	d = cost("zone jobs", func() error {
+		_, err := q.ZoneJobs(e.ctx, ZoneJobsOptions{TaskType: "email", ItemSpace: "big", Limit: 10})
+		return err
+	})
+	if d.RangeReads != 1 || d.KeysRead != 11 {
+		t.Errorf("ZoneJobs cost %+v", d)
+	}
+	d = cost("zone info", func() error {
+		info, err := q.ZoneInfo(e.ctx, "email", "big")
+		if err == nil && (len(info.LaneStates) != 1 || info.LaneStates[0].ReadyJobs != 2000 || !info.LaneStates[0].Exact) {
+			t.Errorf("zone info %+v", info)
+		}
+		return err
+	})
+	if d.RangeReads != 2 || d.Reads != 2 || d.KeysRead > 2+1+2001 {
+		t.Errorf("ZoneInfo cost %+v", d)
+	}
+}
