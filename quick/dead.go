@@ -169,6 +169,12 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 		return err
 	}
 	if v == nil {
+		if mine {
+			// A zones dead letter's record goes when it is requeued.
+			if ok, err := q.zoneRequeuedAt(tr, id, now.UnixMilli()); err != nil || ok {
+				return err
+			}
+		}
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	var rec record
@@ -183,6 +189,9 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 	}
 	if rec.Quarantined {
 		return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
+	}
+	if rec.Flags&flagZones != 0 {
+		return q.requeueZoneTx(tr, id, &rec, now)
 	}
 	ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
 	if err != nil {
