@@ -16,9 +16,9 @@ import (
 // covered, the lookup index set for trackable jobs), so the inspection tests
 // do not depend on the zones enqueue and claim being built.
 
-var zepoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+var ziEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-type zenv struct {
+type zienv struct {
 	q     *Queue
 	clk   *clock.Fake
 	raw   kv.Database
@@ -27,12 +27,12 @@ type zenv struct {
 	ctx   context.Context
 }
 
-// newZEnv opens a zones-layout queue on memkv with a fake clock; the task
+// newZIEnv opens a zones-layout queue on memkv with a fake clock; the task
 // type "email" is Trackable.
-func newZEnv(t testing.TB, opts Options) *zenv {
+func newZIEnv(t testing.TB, opts Options) *zienv {
 	t.Helper()
 	raw, space := fdbtest.Open(t)
-	clk := clock.NewFake(zepoch)
+	clk := clock.NewFake(ziEpoch)
 	opts.Clock = clk
 	opts.Layout = LayoutZones
 	if opts.TaskTypes == nil {
@@ -43,11 +43,11 @@ func newZEnv(t testing.TB, opts Options) *zenv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &zenv{q: q, clk: clk, raw: raw, space: space, opts: opts, ctx: ctx}
+	return &zienv{q: q, clk: clk, raw: raw, space: space, opts: opts, ctx: ctx}
 }
 
 // reopen opens the same queue over db (a faulty wrapper of e.raw).
-func (e *zenv) reopen(t testing.TB, db kv.Database) *Queue {
+func (e *zienv) reopen(t testing.TB, db kv.Database) *Queue {
 	t.Helper()
 	q, err := Open(e.ctx, db, e.space, e.opts)
 	if err != nil {
@@ -56,8 +56,8 @@ func (e *zenv) reopen(t testing.TB, db kv.Database) *Queue {
 	return q
 }
 
-// zjob is a zones job to place by hand.
-type zjob struct {
+// zijob is a zones job to place by hand.
+type zijob struct {
 	TaskType  string
 	ItemSpace string
 	Prio      Priority
@@ -67,7 +67,7 @@ type zjob struct {
 
 // place writes a job key (and blob), covers its lane and indexes it when
 // V.Flags has flagTrackable, as an enqueue does.
-func (e *zenv) place(t testing.TB, j zjob) ID {
+func (e *zienv) place(t testing.TB, j zijob) ID {
 	t.Helper()
 	if j.TaskType == "" {
 		j.TaskType = "email"
@@ -112,7 +112,7 @@ func (e *zenv) place(t testing.TB, j zjob) ID {
 }
 
 // setLanes writes a zone's meta (its lane count), as SetZoneLanes does.
-func (e *zenv) setLanes(t testing.TB, taskType, itemSpace string, n int) {
+func (e *zienv) setLanes(t testing.TB, taskType, itemSpace string, n int) {
 	t.Helper()
 	z := e.q.zoneOf(taskType, itemSpace)
 	m := zoneMeta{Lanes: int64(n)}
@@ -126,7 +126,7 @@ func (e *zenv) setLanes(t testing.TB, taskType, itemSpace string, n int) {
 
 // lease moves a trackable job's key to now+d with a token, as a claim
 // does (Attempt+1, Holder), and returns the new vesting time.
-func (e *zenv) lease(t testing.TB, id ID, holder string, d time.Duration) int64 {
+func (e *zienv) lease(t testing.TB, id ID, holder string, d time.Duration) int64 {
 	t.Helper()
 	now := e.clk.Now()
 	newMs := now.Add(d).UnixMilli()
@@ -165,7 +165,7 @@ func (e *zenv) lease(t testing.TB, id ID, holder string, d time.Duration) int64 
 // zdead writes a zones dead letter as a dead-lettering does: a schema-1
 // record with flagZones, its dead-letter index key and count, and a
 // checkpoint under S (1, "c", id) when ckpt is set.
-func (e *zenv) zdead(t testing.TB, taskType, itemSpace string, payload, ckpt []byte, flags uint64) ID {
+func (e *zienv) zdead(t testing.TB, taskType, itemSpace string, payload, ckpt []byte, flags uint64) ID {
 	t.Helper()
 	now := e.clk.Now()
 	id := NewID(now)
@@ -190,7 +190,7 @@ func (e *zenv) zdead(t testing.TB, taskType, itemSpace string, payload, ckpt []b
 }
 
 // get reads a raw key (nil when missing).
-func (e *zenv) get(t testing.TB, key []byte) []byte {
+func (e *zienv) get(t testing.TB, key []byte) []byte {
 	t.Helper()
 	var v []byte
 	if err := e.q.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
@@ -204,7 +204,7 @@ func (e *zenv) get(t testing.TB, key []byte) []byte {
 }
 
 // laneState reads a lane's state (ok false when missing).
-func (e *zenv) laneState(t testing.TB, l laneRef) (laneState, bool) {
+func (e *zienv) laneState(t testing.TB, l laneRef) (laneState, bool) {
 	t.Helper()
 	b := e.get(t, l.stateKey())
 	if b == nil {
@@ -218,6 +218,6 @@ func (e *zenv) laneState(t testing.TB, l laneRef) (laneState, bool) {
 }
 
 // laneOf is the lane a placed job is in (zone of one lane unless setLanes).
-func (e *zenv) laneOf(taskType, itemSpace string, id ID, lanes int) laneRef {
+func (e *zienv) laneOf(taskType, itemSpace string, id ID, lanes int) laneRef {
 	return laneRef{z: e.q.zoneOf(taskType, itemSpace), prio: Normal, lane: laneOfID(id, lanes)}
 }

@@ -11,12 +11,12 @@ import (
 )
 
 func TestPointersListsTheIndexInOrderWithLaneLeases(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	now := e.clk.Now()
 	// Three tenants vesting at different times, one at High priority.
-	e.place(t, zjob{ItemSpace: "late", Vest: now.Add(time.Hour)})
-	e.place(t, zjob{ItemSpace: "early", Vest: now.Add(-time.Minute)})
-	e.place(t, zjob{ItemSpace: "urgent", Prio: High, Vest: now.Add(time.Minute)})
+	e.place(t, zijob{ItemSpace: "late", Vest: now.Add(time.Hour)})
+	e.place(t, zijob{ItemSpace: "early", Vest: now.Add(-time.Minute)})
+	e.place(t, zijob{ItemSpace: "urgent", Prio: High, Vest: now.Add(time.Minute)})
 	page, err := e.q.Pointers(e.ctx, PointersOptions{TaskType: "email"})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,10 @@ func TestPointersListsTheIndexInOrderWithLaneLeases(t *testing.T) {
 	// A worker leases the vested lane: the entry moves to its deadline and
 	// shows the holder.
 	if err := e.q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
-		_, found, _, err := e.q.acquire(tr, "email", "w1", 8, 5*time.Second, false, e.clk.Now())
+		p, found, _, err := e.q.acquire(tr, "email", "w1", 8, 5*time.Second, false, e.clk.Now())
+		if found {
+			e.q.saveHold(tr, &p) // a worker keeping the lane
+		}
 		if err == nil && !found {
 			err = errors.New("no lane acquired")
 		}
@@ -52,9 +55,9 @@ func TestPointersListsTheIndexInOrderWithLaneLeases(t *testing.T) {
 }
 
 func TestPointersPagesWithACursor(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	for i := range 7 {
-		e.place(t, zjob{ItemSpace: fmt.Sprintf("t%d", i), Vest: e.clk.Now().Add(time.Duration(i) * time.Second)})
+		e.place(t, zijob{ItemSpace: fmt.Sprintf("t%d", i), Vest: e.clk.Now().Add(time.Duration(i) * time.Second)})
 	}
 	var all []string
 	var cur Cursor
@@ -82,16 +85,16 @@ func TestPointersPagesWithACursor(t *testing.T) {
 }
 
 func TestReadyTenantsSamplesTheFirstVestedLanes(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	now := e.clk.Now()
 	for range 30 {
-		e.place(t, zjob{ItemSpace: "big", Vest: now.Add(-time.Minute)})
+		e.place(t, zijob{ItemSpace: "big", Vest: now.Add(-time.Minute)})
 	}
 	for i := range 3 {
-		e.place(t, zjob{ItemSpace: fmt.Sprintf("small%d", i), Vest: now.Add(-time.Duration(i+1) * time.Second)})
+		e.place(t, zijob{ItemSpace: fmt.Sprintf("small%d", i), Vest: now.Add(-time.Duration(i+1) * time.Second)})
 	}
-	e.place(t, zjob{ItemSpace: "big", Vest: now.Add(time.Hour)}) // not ready: not counted
-	e.place(t, zjob{ItemSpace: "future", Vest: now.Add(time.Hour)})
+	e.place(t, zijob{ItemSpace: "big", Vest: now.Add(time.Hour)}) // not ready: not counted
+	e.place(t, zijob{ItemSpace: "future", Vest: now.Add(time.Hour)})
 	got, err := e.q.ReadyTenants(e.ctx, ReadyTenantsOptions{TaskType: "email", CountCap: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -112,15 +115,15 @@ func TestReadyTenantsSamplesTheFirstVestedLanes(t *testing.T) {
 }
 
 func TestZoneJobsAndZoneInfo(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	e.setLanes(t, "email", "acme", 2)
 	now := e.clk.Now()
 	var ids []ID
 	for i := range 5 {
-		ids = append(ids, e.place(t, zjob{ItemSpace: "acme", Vest: now.Add(time.Duration(i-2) * time.Minute), V: zjobValue{Flags: flagTrackable}}))
+		ids = append(ids, e.place(t, zijob{ItemSpace: "acme", Vest: now.Add(time.Duration(i-2) * time.Minute), V: zjobValue{Flags: flagTrackable}}))
 		e.clk.Advance(time.Millisecond)
 	}
-	e.place(t, zjob{ItemSpace: "other"})
+	e.place(t, zijob{ItemSpace: "other"})
 	e.lease(t, ids[0], "w", time.Minute)
 
 	var jobs []JobInfo
@@ -183,11 +186,11 @@ func TestZoneJobsAndZoneInfo(t *testing.T) {
 // ZoneSpace places a tenant's zone in its own subspace: inspection finds it
 // there.
 func TestZoneInspectionFollowsZoneSpace(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	tenants := e.space.Sub("tenants")
 	e.opts.ZoneSpace = func(itemSpace string) tuple.Subspace { return tenants.Sub(itemSpace, "queue") }
 	e.q = e.reopen(t, e.raw)
-	id := e.place(t, zjob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable}})
+	id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable}})
 	page, err := e.q.ZoneJobs(e.ctx, ZoneJobsOptions{TaskType: "email", ItemSpace: "acme"})
 	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != id {
 		t.Fatalf("zone jobs %+v, %v", page, err)
@@ -204,10 +207,10 @@ func TestZoneInspectionFollowsZoneSpace(t *testing.T) {
 // The inspections cost what their options allow, whatever the number of
 // tenants and the backlog: 300 tenants, one of them with 2,000 ready jobs.
 func TestZoneInspectionIsBoundedWhateverTheTenantsAndBacklog(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	now := e.clk.Now()
 	for i := range 300 {
-		e.place(t, zjob{ItemSpace: fmt.Sprintf("t%03d", i), Vest: now.Add(-time.Duration(300-i) * time.Millisecond)})
+		e.place(t, zijob{ItemSpace: fmt.Sprintf("t%03d", i), Vest: now.Add(-time.Duration(300-i) * time.Millisecond)})
 	}
 	if err := e.q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
 		z := e.q.zoneOf("email", "big")

@@ -45,9 +45,9 @@ func FuzzIndexValue(f *testing.F) {
 }
 
 func TestZoneGetFollowsATrackableJob(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	later := e.clk.Now().Add(time.Hour)
-	id := e.place(t, zjob{ItemSpace: "acme", Vest: later, V: zjobValue{Payload: []byte("hi"), MaxAttempts: 5, Flags: flagTrackable | flagWaitable}})
+	id := e.place(t, zijob{ItemSpace: "acme", Vest: later, V: zjobValue{Payload: []byte("hi"), MaxAttempts: 5, Flags: flagTrackable | flagWaitable}})
 	info, err := e.q.Get(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +68,15 @@ func TestZoneGetFollowsATrackableJob(t *testing.T) {
 
 	// A payload over InlinePayload is read from the zone's blob.
 	big := bytes.Repeat([]byte("x"), InlinePayload+1)
-	id2 := e.place(t, zjob{ItemSpace: "acme", V: zjobValue{Payload: big, Flags: flagTrackable}})
+	id2 := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Payload: big, Flags: flagTrackable}})
 	if info, err := e.q.Get(e.ctx, id2); err != nil || !bytes.Equal(info.Payload, big) {
 		t.Fatalf("blob payload: %d bytes, %v", len(info.Payload), err)
 	}
 }
 
 func TestZoneGetOfAnUntrackedJobSaysSo(t *testing.T) {
-	e := newZEnv(t, Options{})
-	id := e.place(t, zjob{ItemSpace: "acme", V: zjobValue{Payload: []byte("hi")}})
+	e := newZIEnv(t, Options{})
+	id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Payload: []byte("hi")}})
 	_, err := e.q.Get(e.ctx, id)
 	if !IsNotFound(err) || !errors.Is(err, ErrNotTrackable) || !strings.Contains(err.Error(), "Trackable") {
 		t.Fatalf("Get of an untracked zones job: %v", err)
@@ -90,7 +90,7 @@ func TestZoneGetOfAnUntrackedJobSaysSo(t *testing.T) {
 }
 
 func TestZoneGetOfACorruptIndexEntryIsAnError(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	id := NewID(e.clk.Now())
 	if err := e.q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
 		tr.Set(e.q.zk.indexKey(id), []byte{0x0a, 0xff})
@@ -104,9 +104,9 @@ func TestZoneGetOfACorruptIndexEntryIsAnError(t *testing.T) {
 }
 
 func TestZoneCancelClearsEverything(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	big := bytes.Repeat([]byte("x"), InlinePayload+1)
-	id := e.place(t, zjob{ItemSpace: "acme", Vest: e.clk.Now().Add(time.Hour),
+	id := e.place(t, zijob{ItemSpace: "acme", Vest: e.clk.Now().Add(time.Hour),
 		V: zjobValue{Payload: big, UniqueKey: "u1", Flags: flagTrackable | flagWaitable}})
 	l := e.laneOf("email", "acme", id, 1)
 	if err := e.q.Cancel(e.ctx, id); err != nil {
@@ -130,8 +130,8 @@ func TestZoneCancelClearsEverything(t *testing.T) {
 }
 
 func TestZoneCancelOfARunningJobTakesItsKey(t *testing.T) {
-	e := newZEnv(t, Options{})
-	id := e.place(t, zjob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable}})
+	e := newZIEnv(t, Options{})
+	id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable}})
 	ms := e.lease(t, id, "w1", time.Minute)
 	if err := e.q.Cancel(e.ctx, id); err != nil {
 		t.Fatal(err)
@@ -143,9 +143,9 @@ func TestZoneCancelOfARunningJobTakesItsKey(t *testing.T) {
 }
 
 func TestZoneRunNowMovesTheKeyAndCoversTheLane(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	later := e.clk.Now().Add(time.Hour)
-	id := e.place(t, zjob{ItemSpace: "acme", Vest: later, V: zjobValue{Payload: []byte("p"), Flags: flagTrackable}})
+	id := e.place(t, zijob{ItemSpace: "acme", Vest: later, V: zjobValue{Payload: []byte("p"), Flags: flagTrackable}})
 	l := e.laneOf("email", "acme", id, 1)
 	if s, _ := e.laneState(t, l); s.PtrMs != later.UnixMilli() {
 		t.Fatalf("pointer at %d before, want %d", s.PtrMs, later.UnixMilli())
@@ -180,10 +180,10 @@ func TestZoneRunNowMovesTheKeyAndCoversTheLane(t *testing.T) {
 
 // Cancel, RunNow and Requeue of zones jobs recognise their own commit
 // after commit_unknown_result (1021) instead of failing.
-func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
+func TestZoneLookupOperationsRecogniseTheirOwnCommit(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
-		e := newZEnv(t, Options{})
-		id := e.place(t, zjob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable | flagWaitable}})
+		e := newZIEnv(t, Options{})
+		id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Flags: flagTrackable | flagWaitable}})
 		fq := e.reopen(t, kv.WithFaults(e.raw, kv.Faults{UnknownCommitted: 1}))
 		if err := fq.Cancel(e.ctx, id); err != nil {
 			t.Fatalf("cancel after 1021: %v", err)
@@ -193,8 +193,8 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 		}
 	})
 	t.Run("run now", func(t *testing.T) {
-		e := newZEnv(t, Options{})
-		id := e.place(t, zjob{ItemSpace: "acme", Vest: e.clk.Now().Add(time.Hour), V: zjobValue{Flags: flagTrackable}})
+		e := newZIEnv(t, Options{})
+		id := e.place(t, zijob{ItemSpace: "acme", Vest: e.clk.Now().Add(time.Hour), V: zjobValue{Flags: flagTrackable}})
 		faulty := kv.WithFaults(e.raw, kv.Faults{UnknownCommitted: 1})
 		fq := e.reopen(t, faulty)
 		if err := fq.RunNow(e.ctx, id); err != nil {
@@ -205,7 +205,7 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 		}
 	})
 	t.Run("requeue", func(t *testing.T) {
-		e := newZEnv(t, Options{})
+		e := newZIEnv(t, Options{})
 		id := e.zdead(t, "email", "acme", []byte("p"), nil, flagTrackable)
 		fq := e.reopen(t, kv.WithFaults(e.raw, kv.Faults{UnknownCommitted: 1}))
 		if err := fq.Requeue(e.ctx, id); err != nil {
@@ -221,7 +221,7 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 }
 
 func TestZoneRequeuePlacesTheDeadLetterBackInItsZone(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	e.setLanes(t, "email", "acme", 4)
 	big := bytes.Repeat([]byte("y"), InlinePayload+10)
 	ck := []byte("ckpt")
@@ -279,7 +279,7 @@ func TestZoneRequeuePlacesTheDeadLetterBackInItsZone(t *testing.T) {
 }
 
 func TestZoneCancelOfADeadLetterClearsItsZoneBlobs(t *testing.T) {
-	e := newZEnv(t, Options{})
+	e := newZIEnv(t, Options{})
 	id := e.zdead(t, "email", "acme", nil, nil, 0)
 	z := e.q.zoneOf("email", "acme")
 	if err := e.q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {

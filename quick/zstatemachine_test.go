@@ -67,7 +67,7 @@ func TestZonesStateMachine(t *testing.T) {
 			"dead":     m.ack(AckDeadLetter),
 			"extend":   m.extend,
 			"ckpt":     m.checkpoint,
-			// "cancel":   m.cancel,
+			"cancel":   m.cancel,
 			"lanes":    m.setLanes,
 			"vanish":   m.vanish,
 			"shutdown": m.shutdown,
