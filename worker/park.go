@@ -44,6 +44,19 @@ func (w *Worker) quiet() bool {
 		if !r.claimLoopState.asleep(now) || !r.hbLoopState.asleep(now) {
 			return false
 		}
+		if r.zones {
+			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) {
+				return false
+			}
+			if _, known := r.legacy.get(); !known {
+				return false
+			}
+			for i := range r.zparks {
+				if !r.zparks[i].asleep(now) {
+					return false
+				}
+			}
+		}
 	}
 	return true
 }

@@ -51,6 +51,19 @@ type runner struct {
 
 	refusal string // the reason claims are refused now, for logging changes
 
+	// The zones layout (zones.go, zshort.go, zlegacy.go).
+	zones    bool
+	reserved int           // under mu: slots reserved by claims in flight
+	slotCh   chan struct{} // under mu: closed when a slot frees
+	moreCh   chan struct{} // under mu: closed when a claim suggests more work
+	zparks   []park        // one per zones claim goroutine
+	zloops   sync.WaitGroup
+	zrefusal string // the zones claims' refusal now, for logging changes
+	shorts   *shortLanes
+	legacy   legacy
+	// legacyState is the schema-1 check loop's sleep (zlegacy.go).
+	legacyState park
+
 	attrOnce sync.Once
 	attrSet  metric.MeasurementOption
 }
@@ -72,6 +85,11 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 	// the lease left, lands before the other sees the lease lapse.
 	r.tracker.SetMaxOffset(opts.Lease / 8)
 	r.waker = newWaker(r)
+	r.zones = w.q.Options().Layout == quick.LayoutZones
+	if r.zones {
+		r.zparks = make([]park, zoneClaimersFor(opts.Concurrency))
+		r.shorts = newShortLanes(r)
+	}
 	return r
 }
 
@@ -110,14 +128,22 @@ func (r *runner) runningJobs() []*jobState {
 func (r *runner) free() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.opts.Concurrency - len(r.running)
+	return r.opts.Concurrency - len(r.running) - r.reserved
 }
 
 // start runs a claimed job's handler in its own goroutine.
-func (r *runner) start(l quick.Lease) {
+func (r *runner) start(l quick.Lease) { r.startWith(l, nil) }
+
+// startWith is start for a job handed out under the short lane sl (nil: a
+// per-job lease).
+func (r *runner) startWith(l quick.Lease, sl *shortLane) {
 	w := r.w
 	st := r.newState(l)
 	now := st.claimed
+	if sl != nil {
+		st.lane = sl
+		sl.addJob(st)
+	}
 	r.mu.Lock()
 	r.running[keyOf(l)] = st
 	r.mu.Unlock()
@@ -140,6 +166,7 @@ func (r *runner) runJob(st *jobState) {
 		if k := keyOf(st.first); r.running[k] == st {
 			delete(r.running, k)
 		}
+		r.signalSlotsLocked()
 		r.mu.Unlock()
 		st.cancel(context.Canceled)
 		notify(r.slotFreed)

@@ -297,6 +297,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, r := range runners {
 		w.loop(r.heartbeatLoop)
 		w.loop(r.claimLoop)
+		if r.zones {
+			w.loop(r.legacyLoop)
+			w.loop(r.shorts.run)
+			for i := range r.zparks {
+				r.zloops.Add(1)
+				w.loop(func() { r.zoneClaimLoop(i) })
+			}
+		}
 	}
 	w.loop(w.dutyLoop)
 	w.markLoopsStarted()
@@ -410,6 +418,7 @@ func (w *Worker) shutdown(runners []*runner) error {
 	// short, since a cancelled commit could leave leases nobody runs.
 	for _, r := range runners {
 		<-r.claimerDone
+		r.zloops.Wait()
 	}
 	timer := w.clk.After(w.cfg.ShutdownTimeout)
 wait:
@@ -437,6 +446,14 @@ wait:
 		errs = append(errs, fmt.Errorf("worker: flushing acks: %w", err))
 	}
 	w.keeper.stop()
+	for _, r := range runners {
+		if r.zones {
+			// After the flush: a short lane goes back only once the acks
+			// of its jobs are in (zshort.go).
+			r.shorts.stop()
+			r.shorts.handBackAll()
+		}
+	}
 	for r, n := range released {
 		log.Info("worker: released running jobs", "task_type", r.taskType, "jobs", n)
 		if err := r.waker.bump(ctx); err != nil {
