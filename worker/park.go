@@ -40,6 +40,11 @@ func (w *Worker) quiet() bool {
 	if _, known := w.pause.isPaused(""); !known {
 		return false
 	}
+	if c := w.zclock; c != nil {
+		if known, _ := c.state(); !known || !c.loopState.asleep(now) {
+			return false
+		}
+	}
 	for _, r := range w.snapshotRunners() {
 		if !r.claimLoopState.asleep(now) || !r.hbLoopState.asleep(now) {
 			return false

@@ -145,9 +145,10 @@ type Worker struct {
 	keeper *keeper
 	stats  statCounters
 
-	duties    []Duty // guarded by mu until Run
-	dutyState park   // the duty loop's sleep, for tests (quiet)
-	pause     pauses // paused task types (pause.go)
+	zclock    *zclock // the zones layout's clock check (zclock.go); nil otherwise
+	duties    []Duty  // guarded by mu until Run
+	dutyState park    // the duty loop's sleep, for tests (quiet)
+	pause     pauses  // paused task types (pause.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -183,6 +184,9 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w.acker = newAcker(w)
+	if w.q.Options().Layout == quick.LayoutZones {
+		w.zclock = newZclock(w)
+	}
 	w.keeper = newKeeper(w)
 	for _, d := range cfg.Duties {
 		if err := w.AddDuty(d); err != nil {
@@ -294,6 +298,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.loop(w.acker.run)
 	w.loop(w.keeper.run)
 	w.loop(w.pauseLoop)
+	if w.zclock != nil {
+		w.zclock.setLimit(zonesClockLimit(w.q, runners))
+		w.loop(w.zclock.run)
+	}
 	for _, r := range runners {
 		w.loop(r.heartbeatLoop)
 		w.loop(r.claimLoop)
