@@ -15,10 +15,10 @@ type ackReq struct {
 }
 
 // acker commits the worker's acks in batches. There is no timer: a lone ack
-// commits at once, and every ack queued while commits are in flight goes
-// into the next quick.Ack call. Up to ackInFlight calls commit at once, so
-// the worker never waits on one commit round trip (under FDB latencies a
-// commit takes 2 ms, in which a busy worker finishes dozens of jobs). Under
+// commits at once, and every ack queued while a commit is in flight goes
+// into the next quick.Ack call. When acks pile up faster than one commit
+// at a time carries them (ackParallelMin queued), up to ackInFlight calls
+// commit at once, so the worker never waits on one commit round trip. Under
 // load a commit carries many jobs; at rest no ack waits.
 type acker struct {
 	w      *Worker
@@ -85,6 +85,11 @@ func (a *acker) stop() {
 // ackInFlight bounds the ack commits in flight at once.
 const ackInFlight = 4
 
+// ackParallelMin is how many acks must be queued for a commit to start
+// while another is in flight: below it they wait for the next round, so a
+// moderate load still commits in few, large batches.
+const ackParallelMin = 64
+
 // ackBatchMax bounds one quick.Ack call's batch when several commit at once.
 const ackBatchMax = 500
 
@@ -95,7 +100,7 @@ func (a *acker) run() {
 	w := a.w
 	for {
 		a.mu.Lock()
-		if len(a.queue) > 0 && a.busy < ackInFlight {
+		if len(a.queue) > 0 && (a.busy == 0 || a.busy < ackInFlight && len(a.queue) >= ackParallelMin) {
 			n := min(len(a.queue), ackBatchMax)
 			batch := a.queue[:n:n]
 			a.queue = a.queue[n:]

@@ -31,8 +31,9 @@ func (r *runner) claimLoop() {
 		if r.zones {
 			// The zones layout: this loop drains schema-1 jobs only, while
 			// any are left (zlegacy.go).
+			changed := r.legacy.changed()
 			if on, _ := r.legacy.get(); !on {
-				if !r.sleep(-1, nil, r.legacy.changed()) {
+				if !r.sleep(-1, nil, changed) {
 					return
 				}
 				continue

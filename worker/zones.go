@@ -173,7 +173,14 @@ func (r *runner) zoneClaimLoop(i int) {
 			r.noteClaiming()
 		}
 		changed := r.slotsChanged()
-		n := r.reserve(per)
+		// A claim continuing on a lane with more vested jobs may take every
+		// free slot (one lane is worked by one claim at a time); a claim
+		// looking for a lane takes its share, leaving slots to the others.
+		want := per
+		if c.ptr != nil || c.sl != nil {
+			want = r.opts.Concurrency
+		}
+		n := r.reserve(want)
 		if n == 0 {
 			if !c.waitSlots(changed) {
 				return
@@ -249,7 +256,9 @@ func (c *zoneClaimer) claim(n int) bool {
 			// The lane is gone (taken over after a late renewal): its
 			// short jobs run again elsewhere; look for another lane.
 			if sl != nil {
+				sl.mu.Lock()
 				r.shorts.lost(sl, err)
+				sl.mu.Unlock()
 			}
 			c.ptr, c.sl, c.rounds = nil, nil, 0
 			return true
@@ -323,7 +332,11 @@ func (c *zoneClaimer) claim(n int) bool {
 		return true
 	}
 	if len(res.Jobs) > 0 {
-		if c.i == 0 && c.empties > 0 || len(res.Jobs) == n {
+		// Wake the parked helpers when the leader finds work after
+		// being idle, or a fresh lane gave a full batch (a backlog). A
+		// claim continuing on its lane does not: the helpers looked for
+		// other lanes when it took this one.
+		if c.i == 0 && c.empties > 0 || len(res.Jobs) == n && !continuing {
 			r.signalMore()
 		}
 		c.empties = 0
