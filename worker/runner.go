@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -60,6 +61,8 @@ type runner struct {
 	zloops   sync.WaitGroup
 	zrefusal string // the zones claims' refusal now, for logging changes
 	shorts   *shortLanes
+	// shortStarts counts the runs started under a short lane.
+	shortStarts atomic.Int64
 	legacy   legacy
 	// legacyState is the schema-1 check loop's sleep (zlegacy.go).
 	legacyState park
@@ -143,6 +146,7 @@ func (r *runner) startWith(l quick.Lease, sl *shortLane) {
 	if sl != nil {
 		st.lane = sl
 		sl.addJob(st)
+		r.shortStarts.Add(1)
 	}
 	r.mu.Lock()
 	r.running[keyOf(l)] = st

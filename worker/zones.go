@@ -325,9 +325,11 @@ func (c *zoneClaimer) claim(n int) bool {
 		}
 	case len(res.Jobs) > 0:
 		c.rounds = 0
-	case continuing:
-		// The lane has nothing more vested: let it go and look for
-		// another at once.
+	case continuing || res.Pointer != nil:
+		// The lane has nothing (more) vested: let it go and look for
+		// another at once. (A fresh lane with nothing vested: its pointer
+		// vested early, for a key moved later since; a short-job claim
+		// keeps such a lane too.)
 		c.letGo()
 		return true
 	}
