@@ -63,7 +63,7 @@ type runner struct {
 	shorts   *shortLanes
 	// shortStarts counts the runs started under a short lane.
 	shortStarts atomic.Int64
-	legacy   legacy
+	legacy      legacy
 	// legacyState is the schema-1 check loop's sleep (zlegacy.go).
 	legacyState park
 
