@@ -50,7 +50,7 @@ func (w *Worker) quiet() bool {
 			return false
 		}
 		if r.zones {
-			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) {
+			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) || r.shorts.pending() {
 				return false
 			}
 			if _, known := r.legacy.get(); !known {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quickfdb/quickfdb/quick"
@@ -87,7 +88,8 @@ type shortLanes struct {
 	mu    sync.Mutex
 	lanes []*shortLane
 
-	loopState park
+	loopState   park
+	kicks, seen atomic.Int64
 }
 
 func newShortLanes(r *runner) *shortLanes {
@@ -100,7 +102,15 @@ func (s *shortLanes) stop() {
 	<-s.done
 }
 
-func (s *shortLanes) kick() { notify(s.kickCh) }
+// kick makes the loop look at its lanes again. kicks and seen let a test
+// tell a kick the loop has not taken up yet (Worker.quiet).
+func (s *shortLanes) kick() {
+	s.kicks.Add(1)
+	notify(s.kickCh)
+}
+
+// pending reports a kick the loop has not taken up yet.
+func (s *shortLanes) pending() bool { return s.kicks.Load() != s.seen.Load() }
 
 // add records a lane a claim just leased in short-job mode.
 func (s *shortLanes) add(p quick.PointerLease) *shortLane {
@@ -167,6 +177,7 @@ func (s *shortLanes) run() {
 	defer s.loopState.forever()
 	w := s.r.w
 	for {
+		s.seen.Store(s.kicks.Load())
 		now := w.clk.Now()
 		next := time.Time{}
 		for _, sl := range s.snapshot() {
@@ -301,6 +312,12 @@ func (s *shortLanes) handBack(sl *shortLane, jobs []*jobState) (ok, again bool) 
 	ctx, cancel := context.WithTimeout(w.bg, extendTimeout)
 	out, err := w.q.HandBack(ctx, sl.p, ls, r.opts.Lease)
 	cancel()
+	if err != nil && quick.IsLeaseLost(err) && !quick.IsPointerLost(err) && len(out) == len(ls) {
+		// The lane went back; some jobs' leases were gone (their keys
+		// moved or cleared meanwhile): those come back unchanged, and
+		// their next renewal finds them lost and cancels their handlers.
+		err = nil
+	}
 	if err != nil {
 		unlock()
 		if quick.IsPointerLost(err) {
