@@ -119,9 +119,12 @@ func (e *env) zonesWorkers(n int, taskType string, h Handler[[]byte], opts Handl
 	return ws
 }
 
-// drain steps the clock until cond holds.
+// drain steps the clock until cond holds, then lets the workers settle
+// (a clock advance while a loop is between reading the clock and arming its
+// timer would delay that timer past the time its park announces).
 func (e *env) drain(what string, cond func() bool, ws ...*Worker) {
 	e.t.Helper()
+	defer e.settle(ws...)
 	for i := 0; !cond(); i++ {
 		if i > 600 {
 			e.t.Fatalf("%s: not done after %d simulated seconds", what, i)
