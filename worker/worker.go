@@ -424,9 +424,14 @@ func (w *Worker) shutdown(runners []*runner) error {
 	log.Info("worker: stopping", "running", w.running(), "shutdown_timeout", w.cfg.ShutdownTimeout)
 	// Claim loops exit after any claim in flight; a claim is never cut
 	// short, since a cancelled commit could leave leases nobody runs.
+	released := map[*runner]int{}
 	for _, r := range runners {
 		<-r.claimerDone
 		r.zloops.Wait()
+		// Claimed jobs still waiting for a handler slot go back now.
+		if n := r.dropWaiting(); n > 0 {
+			released[r] += n
+		}
 	}
 	timer := w.clk.After(w.cfg.ShutdownTimeout)
 wait:
@@ -439,7 +444,6 @@ wait:
 			return ErrKilled
 		}
 	}
-	released := map[*runner]int{}
 	for _, r := range runners {
 		for _, st := range r.runningJobs() {
 			if st.abandon() {

@@ -18,23 +18,26 @@ import (
 // BenchmarkDrain drains b.N no-op jobs, enqueued beforehand in batches of
 // 100 (not timed), with one worker of 100 handler slots on the real clock,
 // in the lanes layout and the zones layout (per-job leases and short-job
-// mode; one tenant or 100), on memkv with and without FDB's latencies
+// mode; one tenant or 100; one lane a zone, the default, or 16), on memkv with and without FDB's latencies
 // (memkv.FDBLatency). It reports jobs/s and the kv operations per job of
 // the drain (claims, acks, hand-backs; enqueues excluded). Run it with
 //
 //	go test -run '^$' -bench Drain -benchtime 20000x ./worker/
 func BenchmarkDrain(b *testing.B) {
 	type layout struct {
-		name    string
-		zones   bool
-		short   bool
-		tenants int
+		name      string
+		zones     bool
+		short     bool
+		tenants   int
+		zoneLanes int
 	}
 	layouts := []layout{
 		{name: "lanes", tenants: 1},
 		{name: "zones", zones: true, tenants: 1},
+		{name: "zones-16-lanes", zones: true, tenants: 1, zoneLanes: 16},
 		{name: "zones-100-tenants", zones: true, tenants: 100},
 		{name: "zones-short", zones: true, short: true, tenants: 1},
+		{name: "zones-short-16-lanes", zones: true, short: true, tenants: 1, zoneLanes: 16},
 	}
 	for _, lat := range []bool{false, true} {
 		for _, l := range layouts {
@@ -52,6 +55,7 @@ func BenchmarkDrain(b *testing.B) {
 				opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 				if l.zones {
 					opts.Layout = quick.LayoutZones
+					opts.ZoneLanes = l.zoneLanes
 					if l.short {
 						opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
 					}

@@ -45,7 +45,7 @@ func zoneClaimersFor(c int) int { return max(1, min(zoneClaimers, c)) }
 func (r *runner) reserve(want int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := min(want, r.opts.Concurrency-len(r.running)-r.reserved)
+	n := min(want, r.capacity()-len(r.running)-r.reserved)
 	if n <= 0 {
 		return 0
 	}
@@ -178,7 +178,7 @@ func (r *runner) zoneClaimLoop(i int) {
 		// looking for a lane takes its share, leaving slots to the others.
 		want := per
 		if c.ptr != nil || c.sl != nil {
-			want = r.opts.Concurrency
+			want = r.capacity()
 		}
 		n := r.reserve(want)
 		if n == 0 {
@@ -383,7 +383,10 @@ func (c *zoneClaimer) idle(nextVest time.Time) bool {
 	if !nextVest.IsZero() {
 		d = min(d, max(nextVest.Sub(w.clk.Now()), 0))
 	}
-	return r.idleSleep(c.park, &c.rechecked, nil, d, backoff(c.empties, w.cfg.MaxIdleSleep))
+	// This worker's own hand-backs (a short lane released once its jobs
+	// are acked) wake the leader too: nothing else would, short of the
+	// idle backoff.
+	return r.idleSleep(c.park, &c.rechecked, r.moreWork(), d, backoff(c.empties, w.cfg.MaxIdleSleep))
 }
 
 // startHeld starts a claimed job; sl is the short lane it was handed out

@@ -340,6 +340,7 @@ func (s *shortLanes) handBack(sl *shortLane, jobs []*jobState) (ok, again bool) 
 	unlock()
 	sl.gone, sl.retired = true, true
 	s.drop(sl)
+	r.signalMore()
 	if len(running) > 0 {
 		w.keeper.kick()
 	}
@@ -359,6 +360,8 @@ func (s *shortLanes) release(sl *shortLane) {
 	if err := w.q.ReleasePointer(ctx, sl.p); err != nil && !quick.IsPointerLost(err) && w.bg.Err() == nil {
 		w.log.Warn("worker: could not hand a short-job lane back; it returns when its lease lapses", "task_type", s.r.taskType, "err", err)
 	}
+	// The lane may have more vested jobs: the claim loops look again.
+	s.r.signalMore()
 }
 
 // handBackAll hands every lane back at shutdown, after the acks are
