@@ -103,6 +103,7 @@ type zclock struct {
 	space tuple.Subspace
 
 	mu      sync.Mutex
+	changes chan struct{} // closed when the standing changes
 	limit   time.Duration
 	known   bool
 	standby bool
@@ -116,6 +117,17 @@ type zclock struct {
 
 func newZclock(w *Worker) *zclock {
 	return &zclock{w: w, space: w.q.Root().Sub("zc")}
+}
+
+// changed is closed at the next change of standing (or the first round):
+// every refusing claim goroutine wakes on it.
+func (c *zclock) changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changes == nil {
+		c.changes = make(chan struct{})
+	}
+	return c.changes
 }
 
 func (c *zclock) setLimit(d time.Duration) {
@@ -233,6 +245,10 @@ func (c *zclock) round(ctx context.Context) error {
 	c.mu.Lock()
 	changed := standby != c.standby || !c.known
 	c.known, c.standby, c.offset, c.bound, c.samples, c.since = true, standby, off, bound, len(cands)-1, since
+	if changed && c.changes != nil {
+		close(c.changes)
+		c.changes = nil
+	}
 	c.mu.Unlock()
 	if changed {
 		for _, r := range w.snapshotRunners() {

@@ -22,9 +22,10 @@ import (
 //
 // Goroutine 0 leads: when it finds nothing vested it sleeps as the lanes
 // claim loop does (until NextVest, an enqueue's wake-up, or the idle
-// backoff). The others, when they find nothing, park until a claim takes a
-// full batch (a sign of backlog) or the leader finds work again, so an idle
-// worker polls once per idle sleep whatever zoneClaimers is.
+// backoff). The others, when they find nothing, park until a claim finds
+// a fresh lane with work (the index has vested lanes again) or this worker
+// hands a lane back, so an idle worker polls once per idle sleep whatever
+// zoneClaimers is.
 //
 // Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
 // claim's lane lease; zshort.go keeps those lanes.
@@ -82,9 +83,9 @@ func (r *runner) signalSlotsLocked() {
 	}
 }
 
-// moreWork is closed when a claim suggests there is more work than one
-// goroutine takes: it took a full batch, or the leader found work after
-// being idle. Parked helpers wake on it.
+// moreWork is closed when a claim found a fresh lane with work (the index
+// has vested lanes again, maybe more than one) or this worker handed a lane
+// back: parked helpers wake on it.
 func (r *runner) moreWork() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -157,14 +158,19 @@ func (r *runner) zoneClaimLoop(i int) {
 	defer c.park.forever()
 	defer c.letGo()
 	w := r.w
-	per := max(1, (r.opts.Concurrency+zoneClaimersFor(r.opts.Concurrency)-1)/zoneClaimersFor(r.opts.Concurrency))
+	k := zoneClaimersFor(r.opts.Concurrency)
+	per := max(1, (r.capacity()+k-1)/k)
 	for !w.stopping() {
 		if reason := r.zoneRefuse(); reason != "" {
 			c.letGo()
 			if i == 0 {
 				r.noteRefusal(reason)
 			}
-			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, r.beat, nil, nil) {
+			var clockChanged <-chan struct{}
+			if w.zclock != nil {
+				clockChanged = w.zclock.changed()
+			}
+			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, r.beat, clockChanged, nil) {
 				return
 			}
 			continue
@@ -173,12 +179,13 @@ func (r *runner) zoneClaimLoop(i int) {
 			r.noteClaiming()
 		}
 		changed := r.slotsChanged()
-		// A claim continuing on a lane with more vested jobs may take every
-		// free slot (one lane is worked by one claim at a time); a claim
-		// looking for a lane takes its share, leaving slots to the others.
+		// A claim continuing on a lane with more vested jobs may take up to
+		// Concurrency (one lane is worked by one claim at a time); a claim
+		// looking for a lane takes its share of the capacity, leaving slots
+		// to the others.
 		want := per
 		if c.ptr != nil || c.sl != nil {
-			want = r.capacity()
+			want = r.opts.Concurrency
 		}
 		n := r.reserve(want)
 		if n == 0 {
@@ -334,11 +341,11 @@ func (c *zoneClaimer) claim(n int) bool {
 		return true
 	}
 	if len(res.Jobs) > 0 {
-		// Wake the parked helpers when the leader finds work after
-		// being idle, or a fresh lane gave a full batch (a backlog). A
+		// Wake the parked helpers when a claim finds a fresh lane with
+		// work: the index has vested lanes again, maybe more than one. A
 		// claim continuing on its lane does not: the helpers looked for
 		// other lanes when it took this one.
-		if c.i == 0 && c.empties > 0 || len(res.Jobs) == n && !continuing {
+		if !continuing {
 			r.signalMore()
 		}
 		c.empties = 0
