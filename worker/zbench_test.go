@@ -126,7 +126,7 @@ func BenchmarkDrain(b *testing.B) {
 				b.ReportMetric(per(d.BytesWritten), "bytes-written/job")
 				b.ReportMetric(per(s.ClaimBatches+s.EmptyClaims), "claims/job")
 				b.ReportMetric(per(s.AckBatches), "acks/job")
-				b.ReportMetric(per(s.Conflicts), "conflicts/job")
+				b.ReportMetric(per(d.Conflicts), "kv-conflicts/job")
 				b.ReportMetric(0, "ns/op")
 			})
 		}
