@@ -301,7 +301,11 @@ func (c *zoneClaimer) claim(n int) bool {
 		// Stopped while the claim was in flight: hand the jobs back
 		// rather than start them.
 		for _, l := range res.Jobs {
-			r.startHeld(l, sl, true)
+			if l.Short() {
+				r.startHeld(l, sl, true)
+			} else {
+				r.startHeld(l, nil, true)
+			}
 		}
 		r.unreserve(n)
 		if !short {
@@ -310,7 +314,11 @@ func (c *zoneClaimer) claim(n int) bool {
 		return false
 	}
 	for _, l := range res.Jobs {
-		r.startHeld(l, sl, false)
+		if l.Short() {
+			r.startHeld(l, sl, false)
+		} else {
+			r.startHeld(l, nil, false)
+		}
 	}
 	if sl != nil {
 		sl.mu.Unlock()

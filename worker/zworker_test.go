@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,18 +53,6 @@ func (c *runs) check(t *testing.T, ids []quick.ID, once bool) {
 	}
 	if len(c.done) != len(ids) {
 		t.Fatalf("%d jobs finished, want %d", len(c.done), len(ids))
-	}
-}
-
-// needZones skips a test until ClaimZone and the short-job operations are
-// built on this branch (they land with the zones-claim and zones-lease
-// branches).
-func needZones(t *testing.T) {
-	t.Helper()
-	e := newEnv(t, zonesOptions())
-	_, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "probe", Holder: "probe", Max: 1}})
-	if err != nil && strings.Contains(err.Error(), "not built yet") {
-		t.Skip("ClaimZone is a stub on this branch")
 	}
 }
 
@@ -149,7 +136,6 @@ func (e *env) drain(what string, cond func() bool, ws ...*Worker) {
 // Many tenants drain completely with several workers: nothing lost,
 // nothing run twice.
 func TestZonesManyTenantsDrain(t *testing.T) {
-	needZones(t)
 	for _, short := range []bool{false, true} {
 		t.Run(fmt.Sprintf("short=%v", short), func(t *testing.T) {
 			opts := zonesOptions()
@@ -210,7 +196,6 @@ func assertNoZonesWork(t *testing.T, e *env, taskType string) {
 // A worker killed while running jobs loses none: their leases lapse on the
 // fake clock and another worker runs them.
 func TestZonesKilledWorkerLosesNothing(t *testing.T) {
-	needZones(t)
 	for _, short := range []bool{false, true} {
 		t.Run(fmt.Sprintf("short=%v", short), func(t *testing.T) {
 			opts := zonesOptions()
@@ -250,7 +235,6 @@ func TestZonesKilledWorkerLosesNothing(t *testing.T) {
 // Schema-1 jobs enqueued before the queue switched to the zones layout
 // drain while zones jobs run; then the worker leaves the lanes registry.
 func TestZonesMigrationDrainsSchema1(t *testing.T) {
-	needZones(t)
 	e := newClockedEnv(t, quick.Options{})
 	var ids []quick.ID
 	for i := range 30 {
@@ -298,7 +282,6 @@ func TestZonesMigrationDrainsSchema1(t *testing.T) {
 // leases, and a job that runs longer than the lane lease moves to a lease
 // of its own without a gap: a second worker never runs it meanwhile.
 func TestZonesShortJobs(t *testing.T) {
-	needZones(t)
 	e := newClockedEnv(t, zonesOptions("short"))
 	ids := e.enqueueTenants("short", 4, 25)
 	long := e.enqueue(quick.NewJob{TaskType: "short", ItemSpace: "tenant-000"})[0].ID
@@ -372,7 +355,6 @@ func TestZonesShortJobs(t *testing.T) {
 // the pointer index about once per MaxIdleSleep and looks for schema-1 jobs
 // once per legacyCheck, and joins no registry.
 func TestZonesIdleReadsBounded(t *testing.T) {
-	needZones(t)
 	e := newEnv(t, zonesOptions())
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "idle", noopRaw, HandlerOptions{}); err != nil {
