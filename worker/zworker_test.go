@@ -388,3 +388,48 @@ func TestZonesIdleReadsBounded(t *testing.T) {
 		t.Fatal("the idle zones worker joined the lanes registry")
 	}
 }
+
+// A graceful stop hands back at once the claimed jobs still waiting for a
+// handler slot (prefetch), and releases the running ones after the
+// shutdown timeout: another worker then runs every job exactly once to
+// completion.
+func TestZonesStopReleasesPrefetched(t *testing.T) {
+	for _, short := range []bool{false, true} {
+		t.Run(fmt.Sprintf("short=%v", short), func(t *testing.T) {
+			opts := zonesOptions()
+			if short {
+				opts = zonesOptions("stopper")
+			}
+			e := newClockedEnv(t, opts)
+			ids := e.enqueueTenants("stopper", 1, 10)
+			c := newRuns()
+			g := newGate()
+			first := e.newWorker(Config{ID: "first", ShutdownTimeout: 5 * time.Second}, func(w *Worker) {
+				if err := RegisterRaw(w, "stopper", func(ctx context.Context, j *RawJob) error {
+					g.enter()
+					<-ctx.Done()
+					return ctx.Err()
+				}, HandlerOptions{Concurrency: 2}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			h := e.start(first)
+			r := first.byType["stopper"]
+			e.waitFor("two running and two waiting", func() bool {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return g.count() == 2 && len(r.waiting) == 2
+			})
+			if err := e.stop(first, h); err != nil {
+				t.Fatal(err)
+			}
+			if s := first.Stats(); s.Released != 4 || s.Completed != 0 {
+				t.Fatalf("stats %+v, want 4 released (2 waiting, 2 running)", s)
+			}
+			ws := e.zonesWorkers(1, "stopper", countingHandler(c), HandlerOptions{Concurrency: 4})
+			e.start(ws[0])
+			e.drain("the rest", func() bool { return c.finished() == len(ids) }, ws...)
+			c.check(t, ids, true)
+		})
+	}
+}
