@@ -107,6 +107,11 @@ func (st *jobState) checkpoint(ctx context.Context, state []byte) (quick.Lease, 
 		return st.lease, err
 	}
 	st.lease = l
+	if st.lane != nil && !l.Short() {
+		// The checkpoint moved a short job to a lease of its own: the
+		// keeper renews it from now on.
+		st.leaveLaneLocked()
+	}
 	return l, nil
 }
 

@@ -40,10 +40,11 @@ func (w *Worker) quiet() bool {
 	if _, known := w.pause.isPaused(""); !known {
 		return false
 	}
-	if c := w.zclock; c != nil {
-		if known, _ := c.state(); !known || !c.loopState.asleep(now) {
-			return false
-		}
+	// A loop's park reads "running" until its first round is done, so an
+	// asleep loop has looked at least once (or failed to, and waits to
+	// retry).
+	if c := w.zclock; c != nil && !c.loopState.asleep(now) {
+		return false
 	}
 	for _, r := range w.snapshotRunners() {
 		if !r.claimLoopState.asleep(now) || !r.hbLoopState.asleep(now) {
@@ -51,9 +52,6 @@ func (w *Worker) quiet() bool {
 		}
 		if r.zones {
 			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) || r.shorts.pending() {
-				return false
-			}
-			if _, known := r.legacy.get(); !known {
 				return false
 			}
 			for i := range r.zparks {
