@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,5 +131,68 @@ func BenchmarkDrain(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 			})
 		}
+	}
+}
+
+// BenchmarkZonesEnqueueToStartIdle is BenchmarkEnqueueToStartIdle on the
+// zones layout: one job at a time into an idle worker, after a random pause
+// of 0.2-1 s, memkv with FDB's latencies, real clock. Run it with
+//
+//	go test -run '^$' -bench ZonesEnqueueToStart -benchtime 50x ./worker/
+func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
+	for _, short := range []bool{false, true} {
+		name := "per-job"
+		if short {
+			name = "short"
+		}
+		b.Run(name, func(b *testing.B) {
+			raw, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
+			if short {
+				opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
+			}
+			ctx := context.Background()
+			q, err := quick.Open(ctx, raw, space, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			started := make(chan time.Time, 1)
+			w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := RegisterRaw(w, "bench", func(ctx context.Context, j *RawJob) error {
+				started <- time.Now()
+				return nil
+			}, HandlerOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			go func() { _ = w.Run(ctx) }()
+			b.Cleanup(func() {
+				sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_ = w.Stop(sctx)
+				cancel()
+			})
+			deadline := time.Now().Add(30 * time.Second)
+			for w.byType["bench"].zoneRefuse() != "" {
+				if time.Now().After(deadline) {
+					b.Fatal("the worker did not start claiming")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			var lat latencies
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				time.Sleep(200*time.Millisecond + rand.N(800*time.Millisecond))
+				b.StartTimer()
+				t0 := time.Now()
+				if _, err := q.Enqueue(ctx, quick.NewJob{TaskType: "bench", ItemSpace: fmt.Sprintf("t%d", i%10)}); err != nil {
+					b.Fatal(err)
+				}
+				lat.add((<-started).Sub(t0))
+			}
+			lat.report(b)
+		})
 	}
 }
