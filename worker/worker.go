@@ -216,14 +216,25 @@ func (w *Worker) TaskTypes() []string {
 	return out
 }
 
-// Lanes returns the lanes the worker watches for a task type now (nil for
-// an unregistered type).
+// Lanes returns the schema-1 lanes the worker watches for a task type now
+// (nil for an unregistered type). In the zones layout that is none once no
+// schema-1 job is left: zones are found through the pointer index.
 func (w *Worker) Lanes(taskType string) []int {
 	w.mu.Lock()
 	r := w.byType[taskType]
 	w.mu.Unlock()
 	if r == nil {
 		return nil
+	}
+	return r.watchedLanes()
+}
+
+// watchedLanes is the runner's share of the schema-1 lanes.
+func (r *runner) watchedLanes() []int {
+	if r.zones {
+		if on, _ := r.legacy.get(); !on {
+			return nil
+		}
 	}
 	return r.tracker.Lanes()
 }
