@@ -29,6 +29,10 @@ import (
 //
 // Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
 // claim's lane lease; zshort.go keeps those lanes.
+//
+// Keys: those of ClaimZone and ReleasePointer (quick/zclaim.go,
+// quick/zpointer.go), and the task type's sleep and wake keys when idle
+// (waker.go); nothing of its own.
 
 // zoneClaimers is how many claims a zones runner keeps in flight at most.
 const zoneClaimers = 4
