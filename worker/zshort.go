@@ -210,7 +210,7 @@ func (s *shortLanes) run() {
 // tend does what sl needs now and returns when to look at it again (zero:
 // it is gone).
 func (s *shortLanes) tend(sl *shortLane, now time.Time) time.Time {
-	r, w := s.r, s.r.w
+	w := s.r.w
 	pl := w.q.Options().PointerLease
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
@@ -249,8 +249,13 @@ func (s *shortLanes) tend(sl *shortLane, now time.Time) time.Time {
 	if !s.extend(sl, pl) {
 		return time.Time{}
 	}
-	_ = r
-	return sl.p.Deadline.Add(-pl / 3)
+	next := sl.p.Deadline.Add(-pl / 3)
+	if !next.After(now) {
+		// The renewal failed (and was logged): try again shortly, not in
+		// a tight loop.
+		next = now.Add(busyRetry)
+	}
+	return next
 }
 
 // extend renews sl's lease (sl.mu held); false when the lane is lost.
