@@ -33,6 +33,7 @@ const schemaVersion = 1
 //	S (1, "wake", type)                       wake-up key for idle workers
 //	S (1, "sleep", type)                      until when idle workers sleep (atomic max, ms)
 //	S (1, "cron", ...)                        cron schedules (package cron)
+//	S (1, "zc", slot)                         zones workers' clock samples, 64 slots (package worker)
 type keys struct {
 	root  tuple.Subspace
 	sched tuple.Subspace
