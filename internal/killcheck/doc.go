@@ -29,7 +29,8 @@
 //     (HangAt) blocks on its first attempt right after it checkpointed step
 //     HangAt, and the worker running it is killed with SIGKILL there; the
 //     other worker must finish every job, that one resumed from step HangAt
-//     at attempt 2. Other jobs the killed worker held must resume from the
+//     at attempt 2. It runs against the server of -cluster-file, or one it
+//     starts as server-restart does when given only -fdb-bin. Other jobs the killed worker held must resume from the
 //     last checkpoint it reported (or the one after, if it died between a
 //     checkpoint's commit and its report).
 //   - server-restart: the check starts its own fdbserver (from -fdb-bin) on

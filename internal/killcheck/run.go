@@ -38,7 +38,8 @@ type Config struct {
 	// Self is the path of this binary: the workers and the producer are
 	// child processes running it.
 	Self string
-	// ClusterFile names the server the worker-kill scenario runs against.
+	// ClusterFile names the server the worker-kill scenario runs against;
+	// when empty it starts its own from FDBBin, as server-restart does.
 	ClusterFile string
 	// FDBBin holds fdbserver and fdbcli for the server-restart scenario,
 	// which starts its own server on DataDir (a fresh temporary directory
@@ -71,7 +72,7 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var scen string
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.ClusterFile, "cluster-file", os.Getenv("FDB_CLUSTER_FILE"), "cluster file of the server the worker-kill scenario runs against (default $FDB_CLUSTER_FILE)")
+	fs.StringVar(&c.ClusterFile, "cluster-file", os.Getenv("FDB_CLUSTER_FILE"), "cluster file of the server the worker-kill scenario runs against (default $FDB_CLUSTER_FILE; if empty too, it starts its own from -fdb-bin)")
 	fs.StringVar(&c.FDBBin, "fdb-bin", os.Getenv("QUICKFDB_FDB_BIN"), "directory holding fdbserver and fdbcli, for the server-restart scenario (default $QUICKFDB_FDB_BIN)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "an empty or new directory for the server-restart scenario's server (default a temporary directory)")
 	fs.StringVar(&scen, "scenario", "worker-kill,server-restart", "scenarios to run, comma-separated")

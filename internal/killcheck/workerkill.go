@@ -15,10 +15,27 @@ import (
 func (s *scenario) workerKill(ctx context.Context) (err error) {
 	s.name = "worker-kill"
 	defer func() { s.name = "" }()
-	if s.ClusterFile == "" {
-		return fmt.Errorf("needs a server: -cluster-file (or FDB_CLUSTER_FILE)")
+	cluster := s.ClusterFile
+	if cluster == "" {
+		// No server given: start one as server-restart does, if we can.
+		if s.FDBBin == "" {
+			return fmt.Errorf("needs a server: -cluster-file (or FDB_CLUSTER_FILE), or -fdb-bin to start one")
+		}
+		var srv *server
+		if srv, err = s.newServer(s.FDBBin, ""); err != nil {
+			return err
+		}
+		defer func() { srv.stop(s.Keep || err != nil) }()
+		if err := srv.start(); err != nil {
+			return err
+		}
+		if err := srv.configure(ctx); err != nil {
+			return err
+		}
+		s.printf("no -cluster-file: started fdbserver (pid %d) on %s, configure new single ssd; data in %s", srv.p.pid(), srv.args[1], srv.dir)
+		cluster = srv.clusterFile
 	}
-	e, err := s.open(ctx, s.ClusterFile)
+	e, err := s.open(ctx, cluster)
 	defer s.close(e)
 	if err != nil {
 		return err
