@@ -54,6 +54,8 @@ type Config struct {
 	Jobs     int
 	Steps    int
 	StepTime time.Duration
+	// Downtime is how long the server stays dead in server-restart.
+	Downtime time.Duration
 	// Timeout bounds one scenario.
 	Timeout time.Duration
 	// Keep keeps the run's data (and the started server's directory).
@@ -80,6 +82,7 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&c.Jobs, "jobs", 12, "jobs per scenario")
 	fs.IntVar(&c.Steps, "steps", 8, "steps per job")
 	fs.DurationVar(&c.StepTime, "step-time", 500*time.Millisecond, "duration of one step")
+	fs.DurationVar(&c.Downtime, "downtime", 3*time.Second, "how long server-restart leaves the server dead (beyond the 10 s lease, the leases of the jobs mid-run lapse)")
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "bound on one scenario")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the runs' data and the started server's directory")
 	fs.StringVar(&c.LogDir, "log-dir", "", "directory for the child processes' logs (default a new temporary directory)")
@@ -192,7 +195,7 @@ func (s *scenario) open(ctx context.Context, cluster string) (*env, error) {
 	if e.q, err = quick.Open(ctx, e.db, qs, quick.Options{Lanes: Lanes}); err != nil {
 		return nil, fmt.Errorf("open the queue on %s: %w", cluster, err)
 	}
-	s.printf("run subspace %s (queue %s), cluster file %s", e.root, qs, cluster)
+	s.printf("run subspace (%s), queue under it at (queue), cluster file %s", e.flag, cluster)
 	return e, nil
 }
 

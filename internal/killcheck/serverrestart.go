@@ -8,13 +8,9 @@ import (
 	"time"
 )
 
-// Downtime is how long the server stays dead in the server-restart
-// scenario.
-const Downtime = 3 * time.Second
-
 // serverRestart: its own fdbserver (ssd engine), two workers, one
 // producer; the server is killed with SIGKILL once a third of the jobs are
-// complete and some are mid-run, and started again on the same data
+// complete and some are mid-run, and started again Downtime later on the same data
 // directory; every job must be completed exactly once, and the completions
 // made before the kill must have survived it.
 func (s *scenario) serverRestart(ctx context.Context) (err error) {
@@ -80,14 +76,14 @@ func (s *scenario) serverRestart(ctx context.Context) (err error) {
 	_ = srv.p.wait(30 * time.Second)
 	s.printf("SIGKILL fdbserver (pid %d) with %d of %d jobs complete and %d mid-run", srv.p.pid(), len(before.Count), len(ids), running)
 	select {
-	case <-time.After(Downtime):
+	case <-time.After(s.Downtime):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	if err := srv.start(); err != nil {
 		return err
 	}
-	s.printf("fdbserver started again (pid %d) on the same data directory after %v down", srv.p.pid(), Downtime)
+	s.printf("fdbserver started again (pid %d) on the same data directory after %v down", srv.p.pid(), s.Downtime)
 
 	all := func() (bool, error) {
 		rec, err := s.completed(ctx, e)
