@@ -64,6 +64,9 @@ func (s *scenario) serverRestart(ctx context.Context) (err error) {
 		}
 		running := len(w1.Progress().Unfinished()) + len(w2.Progress().Unfinished())
 		before = rec
+		if len(rec.Count) >= len(ids) {
+			return false, fmt.Errorf("all %d jobs completed before the server could be killed mid-run: raise -jobs or -steps", len(ids))
+		}
 		return len(rec.Count)*3 >= len(ids) && running > 0, nil
 	}
 	if err := s.waitFor(ctx, "a third of the jobs to complete", third, w1, w2); err != nil {
