@@ -63,8 +63,9 @@ type Records struct {
 	Bad []string
 }
 
-// ReadRecords reads every record of the run (at most MaxJobs of each
-// kind; more is reported as a problem by Check).
+// ReadRecords reads every record of the run, in one read-only
+// transaction: the ranges A("enq"), A("done") and A("count"), at most
+// MaxJobs+1 keys each (more is reported as a problem by Check).
 func ReadRecords(ctx context.Context, db kv.Database, keys Keys) (*Records, error) {
 	var rec *Records
 	err := db.ReadTransact(ctx, func(rt kv.ReadTransaction) error {
@@ -75,6 +76,10 @@ func ReadRecords(ctx context.Context, db kv.Database, keys Keys) (*Records, erro
 			kvs, err := rt.GetRange(kv.KeyRange{Begin: begin, End: end}, kv.RangeOptions{Limit: MaxJobs + 1}).GetSliceWithError()
 			if err != nil {
 				return err
+			}
+			if len(kvs) > MaxJobs {
+				rec.Bad = append(rec.Bad, fmt.Sprintf("more than %d %s records: the run is larger than the checker reads", MaxJobs, kind))
+				kvs = kvs[:MaxJobs]
 			}
 			for _, e := range kvs {
 				id, err := recordID(sub, e.Key)

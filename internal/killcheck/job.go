@@ -76,7 +76,9 @@ func (h *Handler) emit(kind EventKind, job *worker.Job[Steps], step int) {
 }
 
 // run does the steps left after the job's checkpoint, checkpointing each,
-// and completes the job with its completion record in one transaction.
+// and completes the job with its completion record in one transaction
+// (CompleteWith): the queue's completion keys plus A("done", id) and
+// A("count", id).
 func (h *Handler) run(ctx context.Context, job *worker.Job[Steps]) error {
 	from := 0
 	if cp := job.Lease.Checkpoint; len(cp) > 0 {
@@ -125,7 +127,8 @@ func (h *Handler) run(ctx context.Context, job *worker.Job[Steps]) error {
 const MaxBatch = 20
 
 // Produce inserts jobs, each with its "enq" record in the insert's
-// transaction, MaxBatch per transaction, and returns their IDs in order.
+// transaction, MaxBatch per transaction (each: the queue's insert keys of
+// MaxBatch jobs plus their A("enq", id)), and returns their IDs in order.
 func Produce(ctx context.Context, q *quick.Queue, keys Keys, jobs []Steps) ([]quick.ID, error) {
 	ids := make([]quick.ID, 0, len(jobs))
 	for len(jobs) > 0 {
