@@ -2,15 +2,52 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/quickfdb/quickfdb/internal/soak"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
+	"github.com/quickfdb/quickfdb/tuple"
 )
+
+// runSoak runs one soak on memkv (clusterFile "") or on the FoundationDB
+// cluster clusterFile, in a fresh subspace that it clears afterwards.
+func runSoak(ctx context.Context, cfg soak.Config, clusterFile string, log io.Writer) (soak.Report, error) {
+	if clusterFile == "" {
+		return soak.Run(ctx, cfg, log)
+	}
+	db, err := fdbkv.Open(clusterFile)
+	if err != nil {
+		if !fdbkv.Built {
+			return soak.Report{}, fmt.Errorf("%w (this quickbench was built without FoundationDB support: rebuild with `go build -tags fdb ./cmd/quickbench`, which needs libfdb_c 7.3)", err)
+		}
+		return soak.Report{}, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	space := tuple.FromTuple(tuple.Tuple{"soak", hex.EncodeToString(b[:])})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := db.Transact(cctx, func(tr kv.Transaction) error {
+			tr.ClearRange(kv.PrefixRange(space.Bytes()))
+			return nil
+		}); err != nil {
+			fmt.Fprintf(log, "quickbench soak: could not clear %s: %v\n", space, err)
+		}
+	}()
+	rep, err := soak.RunOn(ctx, db, space, cfg, log)
+	rep.Engine = "FoundationDB (cluster file " + clusterFile + ")"
+	return rep, err
+}
 
 // soakCmd runs the soak and its checker; it exits 1 on any violation.
 func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,6 +88,7 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 1, "run this many soaks, seeds seed, seed+1, ...; exit 1 if any fails")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the queue's, workers' and cron's warnings")
 	jsonOut := fs.String("json", "", "write the report as JSON to this file")
+	clusterFile := fs.String("cluster-file", "", "run on this FoundationDB cluster, under (\"soak\", <random id>), cleared at the end (binary built with -tags fdb); default memkv with FDB's latencies")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,7 +100,7 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for i := range max(*seeds, 1) {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i)
-		rep, err := soak.Run(ctx, c, stderr)
+		rep, err := runSoak(ctx, c, *clusterFile, stderr)
 		if err != nil {
 			return fail(stderr, err)
 		}

@@ -35,7 +35,10 @@ var cronTypes = []string{cronType, cronType2}
 
 // Report is a soak run's outcome.
 type Report struct {
-	Config        Config        `json:"config"`
+	Config Config `json:"config"`
+	// Engine names the database the soak ran on (Run: memkv with FDB's
+	// latencies; RunOn: what its caller says, else "a kv.Database").
+	Engine        string        `json:"engine"`
 	Elapsed       float64       `json:"elapsed_s"`
 	Kills         int64         `json:"kills"`
 	Pauses        int64         `json:"pauses"`
@@ -178,7 +181,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (Report, error) {
 	}
 	mem := memkv.Open(memkv.Options{Latency: memkv.FDBLatency(), Seed: int64(cfg.Seed)})
 	defer mem.Close()
-	return RunOn(ctx, mem, tuple.FromTuple(tuple.Tuple{"soak"}), cfg, log)
+	rep, err := RunOn(ctx, mem, tuple.FromTuple(tuple.Tuple{"soak"}), cfg, log)
+	rep.Engine = "memkv+FDBLatency"
+	return rep, err
 }
 
 // RunOn runs one soak on db under base, which it leaves holding the queue
@@ -459,8 +464,12 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 // WriteSummary prints the counts the checker checked.
 func (r Report) WriteSummary(w io.Writer) {
 	v := r.Verdict
-	fmt.Fprintf(w, "soak: %.1fs on memkv+FDBLatency, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
-		r.Elapsed, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
+	engine := r.Engine
+	if engine == "" {
+		engine = "a kv.Database"
+	}
+	fmt.Fprintf(w, "soak: %.1fs on %s, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
+		r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
