@@ -82,6 +82,31 @@ func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) erro
 	// readme:end
 }
 
+// invoiceForTenant is the README's zones layout: one queue per tenant,
+// kept inside the tenant's own subspace, and a job enqueued for tenant
+// "acme" in the application's transaction.
+func invoiceForTenant(ctx context.Context, db kv.Database, space, tenants tuple.Subspace) (*quick.Queue, error) {
+	// readme:begin zones
+	q, err := quick.Open(ctx, db, space, quick.Options{
+		Layout:    quick.LayoutZones,
+		ZoneSpace: func(tenant string) tuple.Subspace { return tenants.Sub(tenant, "jobs") },
+		TaskTypes: map[string]quick.TaskTypeOptions{
+			"thumbnail": {ShortJobs: true}, // lease the lane, not each job
+			"invoice":   {Trackable: true}, // findable by ID (Get, Cancel, RunNow)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Transact(ctx, func(tr kv.Transaction) error {
+		// The tenant is the job's item space.
+		_, err := q.EnqueueTx(tr, quick.NewJob{TaskType: "invoice", ItemSpace: "acme", Payload: []byte(`{"order":42}`)})
+		return err
+	})
+	// readme:end
+	return q, err
+}
+
 // send stands for the application's mail client.
 var send = func(ctx context.Context, to, subject string) error {
 	fmt.Printf("sent %q to %s\n", subject, to)

@@ -252,3 +252,29 @@ func TestMainRegion(t *testing.T) {
 		t.Fatalf("main after SIGINT: %v", err)
 	}
 }
+
+// The zones region puts the tenant's job inside the tenant's own subspace.
+func TestZonesRegion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := memkv.Open(memkv.Options{})
+	defer db.Close()
+	tenants := tuple.FromTuple(tuple.Tuple{"myapp", "tenants"})
+	q, err := invoiceForTenant(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.ZoneJobs(ctx, quick.ZoneJobsOptions{TaskType: "invoice", ItemSpace: "acme"})
+	if err != nil || len(jobs.Jobs) != 1 {
+		t.Fatalf("acme's zone holds %+v, %v; want its one invoice", jobs, err)
+	}
+	b, e := tenants.Sub("acme").Range()
+	var n int
+	if err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		kvs, err := tr.GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
+		n = len(kvs)
+		return err
+	}); err != nil || n == 0 {
+		t.Fatalf("nothing under acme's own subspace (%d keys, %v)", n, err)
+	}
+}
