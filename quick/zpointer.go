@@ -249,19 +249,27 @@ func (q *Queue) checkHold(tr kv.Transaction, p *PointerLease) (laneState, error)
 // has work after tr's own writes: the vesting time of its earliest key,
 // nowMs when it still has vested jobs, or -1 when it holds no key, which
 // removes its lane state and pointer. readBefore bounds the lane keys tr
-// has seen (through a snapshot) before nextMs: they get a read-conflict
-// range, so an enqueue that placed a job there since makes tr conflict and
-// retry rather than hand the lane back past it. nil means the whole lane.
+// has seen (through a snapshot) before nextMs: when nextMs is in the future
+// or the lane is removed, they get a read-conflict range, so an enqueue
+// that placed a job there since makes tr conflict and retry rather than
+// hand the lane back past it. nil means the whole lane.
 //
 // Keys: a read-conflict range on Z (0, prio, lane) up to readBefore; writes
 // or clears Z (1, prio, lane) and moves or clears the pointer.
 func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, readBefore []byte) error {
-	r := p.lane.laneRange()
-	if readBefore != nil {
-		r.End = readBefore
-	}
-	if err := tr.AddReadConflictRange(r); err != nil {
-		return err
+	// A pointer handed back vested (a lane with vested jobs left) strands
+	// nothing an enqueue adds meanwhile: any claim of it sees the lane.
+	// Only a pointer pushed into the future, or removed, must conflict
+	// with the enqueues it would pass over; so a busy lane's hand-backs do
+	// not conflict with the enqueues streaming into it.
+	if nextMs < 0 || nextMs > q.Now().UnixMilli() {
+		r := p.lane.laneRange()
+		if readBefore != nil {
+			r.End = readBefore
+		}
+		if err := tr.AddReadConflictRange(r); err != nil {
+			return err
+		}
 	}
 	old := p.Deadline.UnixMilli()
 	if p.unsaved {
