@@ -36,6 +36,19 @@ type strategy interface {
 	newClaimer(e *env, id string, members []string) claimer
 }
 
+// layoutStrategy is a strategy whose queue puts new jobs in another layout
+// than quick's default (LayoutLanes).
+type layoutStrategy interface {
+	queueLayout() quick.Layout
+}
+
+func layoutOf(s strategy) quick.Layout {
+	if l, ok := s.(layoutStrategy); ok {
+		return l.queueLayout()
+	}
+	return quick.LayoutLanes
+}
+
 // claimer is one worker's side of a strategy.
 type claimer interface {
 	// claim takes up to max vested jobs; with none, next is when the
@@ -55,6 +68,8 @@ func strategyFor(name string) (strategy, error) {
 		return randomK{}, nil
 	case "lanes":
 		return lanesStrategy{}, nil
+	case "zones":
+		return zonesStrategy{}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v)", name, Variants)
 }
