@@ -3,6 +3,8 @@
 //
 //	quickbench bench [flags]   throughput, latency, conflicts and kv cost per
 //	                           job of each claim strategy (internal/bench)
+//	quickbench tenants [flags] one tenant's big backlog against many small
+//	                           tenants' single jobs: the small jobs' waits
 //	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
 //	                           conflicts, clock skew and paused workers, then
 //	                           a checker over the history (internal/soak)
@@ -38,6 +40,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "soak":
 		return soakCmd(ctx, args[1:], stdout, stderr)
+	case "tenants":
+		return tenantsCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -49,5 +53,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: quickbench bench [flags]   (quickbench bench -h for flags)
-       quickbench soak [flags]    (quickbench soak -h for flags)`)
+       quickbench soak [flags]    (quickbench soak -h for flags)
+       quickbench tenants [flags] (one tenant's big backlog against many small tenants)`)
 }

@@ -27,7 +27,11 @@ type env struct {
 	qEnq, qClaim, qAck    *quick.Queue
 
 	metas sync.Map // quick.ID -> *jobMeta
-	waits waits
+	// shared, when set, is the meta of every job not in metas: the big
+	// tenant's backlog of the tenants run, whose million jobs are not
+	// tracked one by one.
+	shared *jobMeta
+	waits  waits
 
 	violMu     sync.Mutex
 	violations []string
@@ -42,6 +46,7 @@ type jobMeta struct {
 	dur     time.Duration
 	fail    bool // first attempt fails
 	space   string
+	shared  bool // stands for many jobs: not checked for double starts
 	failed  atomic.Bool
 	starts  atomic.Int32
 	done    atomic.Int32
@@ -83,7 +88,7 @@ func (e *env) violate(s string) {
 func (e *env) meta(id quick.ID) *jobMeta {
 	v, ok := e.metas.Load(id)
 	if !ok {
-		return nil
+		return e.shared
 	}
 	return v.(*jobMeta)
 }

@@ -419,7 +419,7 @@ func (r *run) ackAndCount(ctx context.Context, c claimer, reqs []ackReq) {
 		if m == nil {
 			continue
 		}
-		if m.done.Add(1) > 1 {
+		if !m.shared && m.done.Add(1) > 1 {
 			r.e.violate(fmt.Sprintf("job %s completed twice", a.j.id))
 			continue
 		}
