@@ -5,6 +5,9 @@
 //	                           job of each claim strategy (internal/bench)
 //	quickbench tenants [flags] one tenant's big backlog against many small
 //	                           tenants' single jobs: the small jobs' waits
+//	quickbench scale [flags]   2,000 workers and 100,000 tenants simulated:
+//	                           idle reads per worker, claim conflicts and
+//	                           jobs/s against the number of workers
 //	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
 //	                           conflicts, clock skew and paused workers, then
 //	                           a checker over the history (internal/soak)
@@ -42,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return soakCmd(ctx, args[1:], stdout, stderr)
 	case "tenants":
 		return tenantsCmd(ctx, args[1:], stdout, stderr)
+	case "scale":
+		return scaleCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -54,5 +59,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: quickbench bench [flags]   (quickbench bench -h for flags)
        quickbench soak [flags]    (quickbench soak -h for flags)
-       quickbench tenants [flags] (one tenant's big backlog against many small tenants)`)
+       quickbench tenants [flags] (one tenant's big backlog against many small tenants)
+       quickbench scale [flags]   (idle reads per worker and claims against workers, simulated)`)
 }
