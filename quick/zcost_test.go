@@ -22,7 +22,8 @@ import (
 // The cost benchmarks of the zones layout (issue 12), next to
 // BenchmarkJobLife (the lanes layout). Run them with
 //
-//	go test -run '^$' -bench 'JobLife|ClaimBacklog' -benchmem ./quick/
+//	go test -run '^$' -bench 'ZoneJobCost|JobLifeAllocs' -benchtime 2000x ./quick/
+//	go test -run '^$' -bench 'EnqueueDrainCPU' -benchtime 3x ./quick/
 //
 // Nothing is asserted about speed; the kv figures are per job.
 
@@ -43,13 +44,13 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 	b.ReportMetric(p.Commits, "claimack-commits/job")
 }
 
-// BenchmarkZoneJobLife is BenchmarkJobLife on the zones layout: enqueue,
-// claim, complete, alone and in batches of 100, a 100-byte payload; with
+// BenchmarkZoneJobCost is BenchmarkJobLife on the zones layout: enqueue,
+// claim, complete (BenchmarkZoneJobLife counts enqueue and claim only), alone and in batches of 100, a 100-byte payload; with
 // per-job leases ("lease") and in short-job mode ("short", the lane lease
 // is the jobs' lease and acks clear them). In short-job mode the worker
 // keeps the lane it holds (Keep) from one batch to the next, as a worker
 // at steady state does, and hands it back at the end.
-func BenchmarkZoneJobLife(b *testing.B) {
+func BenchmarkZoneJobCost(b *testing.B) {
 	for _, mode := range []string{"lease", "short"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
@@ -108,7 +109,7 @@ func BenchmarkZoneJobLife(b *testing.B) {
 }
 
 // BenchmarkJobLifeAllocs is BenchmarkJobLife (lanes) with the same
-// allocs/job and claim + ack figures as BenchmarkZoneJobLife, for the
+// allocs/job and claim + ack figures as BenchmarkZoneJobCost, for the
 // before/after table.
 func BenchmarkJobLifeAllocs(b *testing.B) {
 	for _, batch := range []int{1, 100} {
@@ -143,80 +144,6 @@ func BenchmarkJobLifeAllocs(b *testing.B) {
 			b.ReportMetric(float64(mallocs()-allocs0)/float64(done), "allocs/job")
 			reportPerJob(b, enq.Add(rest), done)
 			reportSplit(b, rest, done)
-		})
-	}
-}
-
-// BenchmarkClaimBacklog is issue 11's "schedule keys read per job taken
-// under a 20k backlog": one worker claims 8 jobs at a time (and acks them)
-// from a backlog kept at 20,000 jobs of one task type. lanes/all scans all
-// 16 lanes, as a lone worker does (2 x Max keys from each: the issue's 32
-// per job); lanes/one scans one lane, as each of 16 workers does; zones
-// takes a lane from the pointer index. Only the claims are counted.
-func BenchmarkClaimBacklog(b *testing.B) {
-	for _, layout := range []string{"lanes/all", "lanes/one", "zones"} {
-		b.Run("layout="+layout, func(b *testing.B) {
-			const backlog, max = 20_000, 8
-			opts := quick.Options{}
-			if layout == "zones" {
-				opts.Layout = quick.LayoutZones
-			}
-			e := newEnv(b, opts)
-			fill := func(n int) {
-				for n > 0 {
-					k := min(n, 1000)
-					jobs := make([]quick.NewJob, k)
-					for i := range jobs {
-						jobs[i] = quick.NewJob{TaskType: "email", Payload: make([]byte, 100)}
-					}
-					e.enqueue(b, jobs...)
-					n -= k
-				}
-			}
-			fill(backlog)
-			var lanesOpt []int
-			if layout == "lanes/one" {
-				lanesOpt = []int{0}
-			}
-			var claims kv.Stats
-			taken := 0
-			for b.Loop() {
-				s0 := e.db.Stats()
-				var ls []quick.Lease
-				if layout == "zones" {
-					res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w", Max: max}})
-					if err != nil {
-						b.Fatal(err)
-					}
-					ls = res.Jobs
-				} else {
-					res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lanes: lanesOpt, Max: max})
-					if err != nil {
-						b.Fatal(err)
-					}
-					ls = res.Jobs
-				}
-				claims = claims.Add(e.db.Stats().Sub(s0))
-				taken += len(ls)
-				b.StopTimer()
-				acks := make([]quick.Ack, len(ls))
-				for i, l := range ls {
-					acks[i] = quick.Ack{Lease: l, Kind: quick.AckComplete}
-				}
-				if _, err := e.q.Ack(e.ctx, acks...); err != nil {
-					b.Fatal(err)
-				}
-				fill(len(ls))
-				b.StartTimer()
-			}
-			if taken == 0 {
-				b.Fatal("took nothing")
-			}
-			p := claims.Per(int64(taken))
-			b.ReportMetric(p.KeysRead, "keysread/job")
-			b.ReportMetric(p.RangeReads, "rangereads/job")
-			b.ReportMetric(p.Reads, "reads/job")
-			b.ReportMetric(float64(taken)/float64(b.N), "jobs/claim")
 		})
 	}
 }
