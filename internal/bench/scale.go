@@ -23,7 +23,11 @@ import (
 //     worker of the lanes layout beats its lanes.Tracker every
 //     HeartbeatPeriod (one range read of the whole membership) and claims
 //     over its lanes every MaxIdleSleep; one of the zones layout claims
-//     through the pointer index every MaxIdleSleep and keeps no membership.
+//     through the pointer index every MaxIdleSleep and keeps no membership:
+//     besides its claims it runs the bounded clock check of package worker
+//     (worker/zclock.go: every 5 heartbeat periods one snapshot range read
+//     of at most 64 sample slots and one blind Set), modelled here on keys
+//     of the simulation's own.
 //     The fake clock steps through simulated seconds, so the figures are
 //     reads per worker per simulated second, whatever the machine.
 //   - Claims: T tenants with vested jobs, W claimers claiming and acking
@@ -119,6 +123,19 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		nextBeat  time.Time
 		nextClaim time.Time
 	}
+	// The zones worker's clock check: clockSlots sample slots, a round
+	// every clockPeriods heartbeat periods.
+	const clockSlots, clockPeriods = 64, 5
+	slots := space.Sub("clock-slots")
+	clockRound := func(id string, i int) error {
+		return idle.Transact(ctx, func(tr kv.Transaction) error {
+			if _, err := tr.Snapshot().GetRange(kv.PrefixRange(slots.Bytes()), kv.RangeOptions{Limit: clockSlots}).GetSliceWithError(); err != nil {
+				return err
+			}
+			tr.Set(slots.Pack(tuple.Tuple{int64(i % clockSlots)}), tuple.Tuple{clk.Now().UnixMilli(), id}.Pack())
+			return nil
+		})
+	}
 	ws := make([]*simWorker, sample)
 	var reg, regLoad *lanes.Registry
 	if layout == "lanes" {
@@ -147,8 +164,12 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 	}
 	// Stagger the workers over a period, as independent processes are.
 	start := clk.Now()
+	beatEvery := c.HeartbeatPeriod
+	if layout == "zones" {
+		beatEvery = clockPeriods * c.HeartbeatPeriod
+	}
 	for i, w := range ws {
-		w.nextBeat = start.Add(c.HeartbeatPeriod * time.Duration(i) / time.Duration(len(ws)))
+		w.nextBeat = start.Add(beatEvery * time.Duration(i) / time.Duration(len(ws)))
 		w.nextClaim = start.Add(c.MaxIdleSleep * time.Duration(i) / time.Duration(len(ws)))
 	}
 	before := idle.Stats()
@@ -159,12 +180,18 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 			return IdleResult{}, ctx.Err()
 		}
 		clk.Set(now)
-		for _, w := range ws {
-			if w.tr != nil && !now.Before(w.nextBeat) {
-				if err := w.tr.Beat(ctx); err != nil {
+		for i, w := range ws {
+			if !now.Before(w.nextBeat) {
+				var err error
+				if w.tr != nil {
+					err = w.tr.Beat(ctx)
+				} else {
+					err = clockRound(w.id, i)
+				}
+				if err != nil {
 					return IdleResult{}, fmt.Errorf("bench: scale idle: beat: %w", err)
 				}
-				w.nextBeat = w.nextBeat.Add(c.HeartbeatPeriod)
+				w.nextBeat = w.nextBeat.Add(beatEvery)
 			}
 			if now.Before(w.nextClaim) {
 				continue
