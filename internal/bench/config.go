@@ -54,7 +54,7 @@ type Config struct {
 }
 
 // Variants are the claim strategies, in report order.
-var Variants = []string{"fdb-recipe-delete", "fdb-recipe-lease", "quick-random-k", "lanes", "zones"}
+var Variants = []string{"fdb-recipe-delete", "fdb-recipe-lease", "quick-random-k", "lanes", "zones", "zones-16"}
 
 // Full is the configuration docs/performance.md reports.
 func Full() Config {

@@ -52,15 +52,15 @@ type jobMeta struct {
 	done    atomic.Int32
 }
 
-func openEnv(ctx context.Context, db kv.Database, space tuple.Subspace, cfg Config, lanes int, layout quick.Layout) (*env, error) {
+func openEnv(ctx context.Context, db kv.Database, space tuple.Subspace, cfg Config, lanes int, tune func(*quick.Options)) (*env, error) {
 	e := &env{cfg: cfg, taskType: "bench", space: space, lanes: lanes,
 		enqDB: kv.WithCounters(db), claimDB: kv.WithCounters(db), ackDB: kv.WithCounters(db)}
 	opts := quick.Options{
 		Lanes:   lanes,
 		Backoff: func(int) time.Duration { return cfg.RetryDelay },
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Layout:  layout,
 	}
+	tune(&opts)
 	var err error
 	for _, p := range []struct {
 		q  **quick.Queue

@@ -14,12 +14,24 @@ import (
 // Max = free slots of its vested jobs with per-job leases and hands the lane
 // back in the same transaction. No membership, no assignment: every worker
 // runs the same claim. Acks are batched through quick.Ack, as for lanes.
-type zonesStrategy struct{}
+//
+// "zones" opens the queue with the default options (a zone starts with one
+// lane and grows when a claim finds it backlogged); "zones-16" gives every
+// zone 16 lanes from the start (Options.ZoneLanes), as the lanes variant
+// has 16.
+type zonesStrategy struct {
+	zoneLanes int // Options.ZoneLanes; 0 keeps the default
+}
 
 func (zonesStrategy) queueLanes(cfg Config) int { return cfg.Lanes }
 func (zonesStrategy) perSlot() bool             { return false }
 func (zonesStrategy) batchAcks() bool           { return true }
-func (zonesStrategy) queueLayout() quick.Layout { return quick.LayoutZones }
+func (s zonesStrategy) queueOptions(o *quick.Options) {
+	o.Layout = quick.LayoutZones
+	if s.zoneLanes > 0 {
+		o.ZoneLanes, o.MaxZoneLanes = s.zoneLanes, max(s.zoneLanes, o.MaxZoneLanes)
+	}
+}
 
 func (zonesStrategy) newClaimer(e *env, id string, _ []string) claimer {
 	return &zonesClaimer{lanesClaimer: lanesClaimer{e: e, id: id}}

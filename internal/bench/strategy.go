@@ -36,17 +36,18 @@ type strategy interface {
 	newClaimer(e *env, id string, members []string) claimer
 }
 
-// layoutStrategy is a strategy whose queue puts new jobs in another layout
-// than quick's default (LayoutLanes).
-type layoutStrategy interface {
-	queueLayout() quick.Layout
+// optionsStrategy is a strategy whose queue needs options of its own (the
+// zones layout) besides the lane count.
+type optionsStrategy interface {
+	queueOptions(o *quick.Options)
 }
 
-func layoutOf(s strategy) quick.Layout {
-	if l, ok := s.(layoutStrategy); ok {
-		return l.queueLayout()
+// tuneOptions applies s's queue options to o, if it has any.
+func tuneOptions(s strategy) func(*quick.Options) {
+	if t, ok := s.(optionsStrategy); ok {
+		return t.queueOptions
 	}
-	return quick.LayoutLanes
+	return func(*quick.Options) {}
 }
 
 // claimer is one worker's side of a strategy.
@@ -70,6 +71,8 @@ func strategyFor(name string) (strategy, error) {
 		return lanesStrategy{}, nil
 	case "zones":
 		return zonesStrategy{}, nil
+	case "zones-16":
+		return zonesStrategy{zoneLanes: 16}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v)", name, Variants)
 }

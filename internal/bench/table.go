@@ -77,12 +77,14 @@ func (r Report) writeRatios(w io.Writer) {
 	type pair struct{ num, den string }
 	var pairs []pair
 	for _, v := range r.Config.Variants {
-		if v != "lanes" && v != "zones" {
+		if v != "lanes" && !strings.HasPrefix(v, "zones") {
 			pairs = append(pairs, pair{"lanes", v})
 		}
 	}
-	if slices.Contains(r.Config.Variants, "zones") {
-		pairs = append(pairs, pair{"zones", "lanes"})
+	for _, v := range r.Config.Variants {
+		if strings.HasPrefix(v, "zones") && slices.Contains(r.Config.Variants, "lanes") {
+			pairs = append(pairs, pair{v, "lanes"})
+		}
 	}
 	fmt.Fprintln(w, "\n== throughput ratios (median of one over median of the other; range over the repetitions' pairings) ==")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

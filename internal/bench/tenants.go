@@ -111,7 +111,7 @@ func tenantsOne(ctx context.Context, eng Engine, c TenantsConfig, variant string
 	}
 	defer closeDB()
 	cfg := c.benchConfig()
-	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg), layoutOf(st))
+	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg), tuneOptions(st))
 	if err != nil {
 		return TenantsResult{}, err
 	}
