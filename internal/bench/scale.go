@@ -240,18 +240,22 @@ type ScaleClaimsConfig struct {
 	RunFor    time.Duration `json:"run_for"`    // per worker count
 	Lanes     int           `json:"lanes"`
 	Seed      int64         `json:"seed"`
+	// Peeks are the ZoneClaimOptions.Peek values swept (zones only; 0 is
+	// quick's default, 8).
+	Peeks []int `json:"peeks"`
 }
 
 // DefaultScaleClaims sweeps 1 to 2,000 claimers over 100,000 tenants.
 func DefaultScaleClaims() ScaleClaimsConfig {
 	return ScaleClaimsConfig{Workers: []int{1, 4, 16, 64, 256, 1024, 2000}, Tenants: 100_000, PerTenant: 1, Max: 8,
-		RunFor: 3 * time.Second, Lanes: 16, Seed: 1}
+		RunFor: 3 * time.Second, Lanes: 16, Seed: 1, Peeks: []int{0}}
 }
 
 // ClaimsResult is one layout at one claimer count.
 type ClaimsResult struct {
 	Layout       string  `json:"layout"`
 	Workers      int     `json:"workers"`
+	Peek         int     `json:"peek,omitempty"`
 	JobsPerSec   float64 `json:"jobs_per_s"`
 	ClaimsPerSec float64 `json:"claim_commits_per_s"`
 	ConflictRate float64 `json:"conflicts_per_claim_commit"`
@@ -267,19 +271,25 @@ func ScaleClaims(ctx context.Context, c ScaleClaimsConfig, layout string, log fu
 	if layout != "zones" && layout != "lanes" {
 		return nil, fmt.Errorf("bench: scale claims: layout %q (want lanes or zones)", layout)
 	}
+	peeks := c.Peeks
+	if layout == "lanes" || len(peeks) == 0 {
+		peeks = []int{0}
+	}
 	var out []ClaimsResult
-	for _, w := range c.Workers {
-		r, err := scaleClaimsOne(ctx, c, layout, w, log)
-		if err != nil {
-			return out, err
+	for _, peek := range peeks {
+		for _, w := range c.Workers {
+			r, err := scaleClaimsOne(ctx, c, layout, w, peek, log)
+			if err != nil {
+				return out, err
+			}
+			log("scale claims %s peek %d: %d workers: %.0f jobs/s, %.4f conflicts/claim commit", layout, peek, w, r.JobsPerSec, r.ConflictRate)
+			out = append(out, r)
 		}
-		log("scale claims %s: %d workers: %.0f jobs/s, %.4f conflicts/claim commit", layout, w, r.JobsPerSec, r.ConflictRate)
-		out = append(out, r)
 	}
 	return out, nil
 }
 
-func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w int, log func(string, ...any)) (ClaimsResult, error) {
+func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, peek int, log func(string, ...any)) (ClaimsResult, error) {
 	clk := clock.NewFake(simEpoch)
 	raw := memkv.Open(memkv.Options{Latency: memkv.FDBLatency(), Seed: c.Seed})
 	defer raw.Close()
@@ -360,7 +370,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w i
 					ls = res.Jobs
 				} else {
 					var res quick.ZoneClaimed
-					res, err = qClaim.ClaimZone(runCtx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max}})
+					res, err = qClaim.ClaimZone(runCtx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max}, Peek: peek})
 					ls = res.Jobs
 				}
 				if err == nil && len(ls) > 0 {
@@ -387,7 +397,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w i
 	wg.Wait()
 	el := time.Since(start).Seconds()
 	cs := claimDB.Stats()
-	r := ClaimsResult{Layout: layout, Workers: w, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load()}
+	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load()}
 	if cs.Commits > 0 {
 		r.ConflictRate = float64(cs.Conflicts) / float64(cs.Commits)
 		r.JobsPerClaim = float64(jobs.Load()) / float64(max(cs.Commits-cs.Conflicts, 1))
