@@ -347,16 +347,24 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	}
 	var jobs, errs atomic.Int64
 	var firstErr atomic.Pointer[string]
+	// The lanes' assignment is computed before the clock starts, once for
+	// all (lanes.Owners, the inverse view of lanes.Assign): workers compute
+	// it in their heartbeats, not on the claim path.
+	assigned := map[string][]int{}
+	if layout == "lanes" {
+		for l := range qClaim.Lanes() {
+			for _, o := range lanes.Owners(l, qClaim.Lanes(), names, 1) {
+				assigned[o] = append(assigned[o], l)
+			}
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, c.RunFor)
 	defer cancel()
 	start := time.Now()
 	for _, name := range names {
-		var mine []int
-		if layout == "lanes" {
-			mine = lanes.Assign(qClaim.Lanes(), names, name, 1)
-			if len(mine) == 0 {
-				continue // more workers than lanes: this one idles
-			}
+		mine := assigned[name]
+		if layout == "lanes" && len(mine) == 0 {
+			continue // more workers than lanes: this one idles
 		}
 		wg.Add(1)
 		go func() {
