@@ -167,6 +167,18 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 	beatEvery := c.HeartbeatPeriod
 	if layout == "zones" {
 		beatEvery = clockPeriods * c.HeartbeatPeriod
+		// Every worker has published its clock once before the window
+		// (as the lanes workers have joined): the slots are as full as
+		// they stay.
+		err := raw.Transact(ctx, func(tr kv.Transaction) error {
+			for i := range min(c.Workers, clockSlots) {
+				tr.Set(slots.Pack(tuple.Tuple{int64(i)}), tuple.Tuple{clk.Now().UnixMilli(), fmt.Sprintf("worker-%05d", i)}.Pack())
+			}
+			return nil
+		})
+		if err != nil {
+			return IdleResult{}, err
+		}
 	}
 	for i, w := range ws {
 		w.nextBeat = start.Add(beatEvery * time.Duration(i) / time.Duration(len(ws)))
