@@ -30,7 +30,7 @@ import (
 )
 
 // systemNames are the rows, in table order.
-var systemNames = []string{"quickfdb-mem", "quickfdb-fdblat", "quickfdb-fdb", "river-default", "river-bench", "asynq"}
+var systemNames = []string{"quickfdb-mem", "quickfdb-fdblat", "quickfdb-zones-mem", "quickfdb-zones-fdblat", "quickfdb-short-mem", "quickfdb-short-fdblat", "quickfdb-fdb", "river-default", "river-bench", "asynq"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -173,6 +173,14 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 			sys = append(sys, newQuickMem("quickfdb, memkv, no latency", memkv.Latency{}, seed))
 		case "quickfdb-fdblat":
 			sys = append(sys, newQuickMem("quickfdb, memkv with FDB latencies", memkv.FDBLatency(), seed))
+		case "quickfdb-zones-mem":
+			sys = append(sys, newQuickMem("quickfdb zones, memkv, no latency", memkv.Latency{}, seed).zones(false))
+		case "quickfdb-zones-fdblat":
+			sys = append(sys, newQuickMem("quickfdb zones, memkv with FDB latencies", memkv.FDBLatency(), seed).zones(false))
+		case "quickfdb-short-mem":
+			sys = append(sys, newQuickMem("quickfdb zones short-job, memkv, no latency", memkv.Latency{}, seed).zones(true))
+		case "quickfdb-short-fdblat":
+			sys = append(sys, newQuickMem("quickfdb zones short-job, memkv with FDB latencies", memkv.FDBLatency(), seed).zones(true))
 		case "quickfdb-fdb":
 			if clusterFile == "" {
 				continue // optional row: only with a cluster

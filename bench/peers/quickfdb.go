@@ -24,6 +24,9 @@ type quickSystem struct {
 	open    func() (kv.Database, error) // a fresh database (memkv) or the same one (FDB)
 	fdbPIDs []int
 	log     *slog.Logger
+	// opts are the queue's options besides its logger: the layout and the
+	// task type's short-job mode of the zones rows.
+	opts quick.Options
 
 	db    kv.Database
 	space tuple.Subspace
@@ -62,6 +65,16 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+// zones switches the system to the zones layout (quick.LayoutZones), the
+// peer task type in short-job mode when short is set.
+func (s *quickSystem) zones(short bool) *quickSystem {
+	s.opts.Layout = quick.LayoutZones
+	if short {
+		s.opts.TaskTypes = map[string]quick.TaskTypeOptions{peerArgs{}.Kind(): {ShortJobs: true}}
+	}
+	return s
+}
+
 func (s *quickSystem) Name() string { return s.name }
 
 func (s *quickSystem) ServerPIDs() []int { return s.fdbPIDs }
@@ -90,7 +103,9 @@ func (s *quickSystem) Reset(ctx context.Context) error {
 	// A subspace per run and per process: runs on FDB never see an earlier
 	// run's keys, even one that was killed before it cleared them.
 	s.space = tuple.FromTuple(tuple.Tuple{"quickfdb-peers", int64(os.Getpid()), int64(s.runs)})
-	s.q, err = quick.Open(ctx, db, s.space, quick.Options{Logger: s.log})
+	opts := s.opts
+	opts.Logger = s.log
+	s.q, err = quick.Open(ctx, db, s.space, opts)
 	if err != nil {
 		return fmt.Errorf("quick.Open: %w", err)
 	}

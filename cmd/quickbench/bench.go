@@ -19,7 +19,7 @@ import (
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	short := fs.Bool("short", false, "CI mode: every variant, workers 1 and 16, ~1.5 s per run")
+	short := fs.Bool("short", false, "CI mode: every variant, workers 1 and 16, ~1.5 s per run, one repetition")
 	// Presets are applied before the other flags are read, so explicit
 	// flags override them: parse once for --short, then again.
 	_ = fs.Parse(filterShort(args))
@@ -48,6 +48,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "workload and engine seed")
 	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "idle wait between empty claims")
 	fs.IntVar(&cfg.K, "k", cfg.K, "quick-random-k's peek size")
+	fs.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of every cell, interleaved (the table shows median and range)")
 	fs.IntVar(&cfg.FairWorkers, "fair-workers", cfg.FairWorkers, "workers in the fairness run")
 	fs.Float64Var(&cfg.FairRate, "fair-rate", cfg.FairRate, "arrival rate of the fairness run")
 	fs.DurationVar(&cfg.FairRun, "fair-run", cfg.FairRun, "length of each fairness run")

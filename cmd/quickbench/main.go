@@ -3,6 +3,11 @@
 //
 //	quickbench bench [flags]   throughput, latency, conflicts and kv cost per
 //	                           job of each claim strategy (internal/bench)
+//	quickbench tenants [flags] one tenant's big backlog against many small
+//	                           tenants' single jobs: the small jobs' waits
+//	quickbench scale [flags]   2,000 workers and 100,000 tenants simulated:
+//	                           idle reads per worker, claim conflicts and
+//	                           jobs/s against the number of workers
 //	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
 //	                           conflicts, clock skew and paused workers, then
 //	                           a checker over the history (internal/soak)
@@ -38,6 +43,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "soak":
 		return soakCmd(ctx, args[1:], stdout, stderr)
+	case "tenants":
+		return tenantsCmd(ctx, args[1:], stdout, stderr)
+	case "scale":
+		return scaleCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -49,5 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: quickbench bench [flags]   (quickbench bench -h for flags)
-       quickbench soak [flags]    (quickbench soak -h for flags)`)
+       quickbench soak [flags]    (quickbench soak -h for flags)
+       quickbench tenants [flags] (one tenant's big backlog against many small tenants)
+       quickbench scale [flags]   (idle reads per worker and claims against workers, simulated)`)
 }

@@ -38,6 +38,10 @@ type Config struct {
 	Poll        time.Duration `json:"poll"` // idle wait between empty claims
 	K           int           `json:"k"`    // quick-random-k's peek size
 	Lease       time.Duration `json:"lease"`
+	// Reps runs every cell (mode, variant, worker count) this many times,
+	// interleaved (the whole grid once, then again), so the table can show
+	// each cell's spread.
+	Reps int `json:"reps"`
 
 	// Fairness run: a skewed steady load (see Fairness).
 	FairWorkers   int           `json:"fair_workers"`
@@ -50,7 +54,7 @@ type Config struct {
 }
 
 // Variants are the claim strategies, in report order.
-var Variants = []string{"fdb-recipe-delete", "fdb-recipe-lease", "quick-random-k", "lanes"}
+var Variants = []string{"fdb-recipe-delete", "fdb-recipe-lease", "quick-random-k", "lanes", "zones", "zones-16"}
 
 // Full is the configuration docs/performance.md reports.
 func Full() Config {
@@ -74,6 +78,7 @@ func Full() Config {
 		Poll:        10 * time.Millisecond,
 		K:           100,
 		Lease:       30 * time.Second,
+		Reps:        3,
 
 		FairWorkers:   2,
 		FairRate:      300,
@@ -93,6 +98,7 @@ func Short() Config {
 	c.Backlog = 3000
 	c.RunLength = 1500 * time.Millisecond
 	c.FairRun = 2 * time.Second
+	c.Reps = 1
 	return c
 }
 
@@ -111,8 +117,8 @@ func (c Config) Validate() error {
 	switch {
 	case len(c.Workers) == 0:
 		return fmt.Errorf("bench: no worker counts")
-	case c.Concurrency < 1, c.Producers < 1, c.Lanes < 1, c.K < 1:
-		return fmt.Errorf("bench: concurrency, producers, lanes and k must be at least 1")
+	case c.Concurrency < 1, c.Producers < 1, c.Lanes < 1, c.K < 1, c.Reps < 1:
+		return fmt.Errorf("bench: concurrency, producers, lanes, k and reps must be at least 1")
 	case c.RunLength <= 0:
 		return fmt.Errorf("bench: run length must be positive")
 	case c.DelayShare < 0 || c.DelayShare > 1 || c.FailShare < 0 || c.FailShare > 1:

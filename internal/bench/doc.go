@@ -18,8 +18,13 @@
 //   - lanes: this project's claims: quick.Claim over the lanes lanes.Assign
 //     gives each worker, Max sized to free capacity, acks batched through
 //     quick.Ack.
+//   - zones, zones-16: the zones layout (schema 2, issue 11): quick.ClaimZone
+//     takes a lane from the task type's pointer index, Max sized to free
+//     capacity, acks batched through quick.Ack. zones keeps the default
+//     options (a zone starts with one lane and grows under backlog);
+//     zones-16 gives every zone 16 lanes from the start.
 //
-// All four run over quick's own key layout (docs/design.md): producers always
+// The first four run over quick's own lanes layout (docs/design.md): producers always
 // enqueue with quick.Enqueue. The recipe and random-K variants open their
 // queue with one lane, which gives the single vesting-time-ordered range
 // those designs assume, and claim with the mirror of the layout in

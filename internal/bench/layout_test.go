@@ -22,7 +22,7 @@ func TestMirrorMatchesQuick(t *testing.T) {
 		space := tuple.FromTuple(tuple.Tuple{"mirror"})
 		cfg := Short()
 		cfg.RetryDelay = 0
-		e, err := openEnv(ctx, db, space, cfg, lanes)
+		e, err := openEnv(ctx, db, space, cfg, lanes, func(*quick.Options) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestMirrorDeleteAndComplete(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.Open(memkv.Options{})
 	defer db.Close()
-	e, err := openEnv(ctx, db, tuple.FromTuple(tuple.Tuple{"mirror2"}), Short(), 1)
+	e, err := openEnv(ctx, db, tuple.FromTuple(tuple.Tuple{"mirror2"}), Short(), 1, func(*quick.Options) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ type Result struct {
 	Variant    string  `json:"variant"`
 	Mode       Mode    `json:"mode"`
 	Workers    int     `json:"workers"`
+	Rep        int     `json:"rep"` // 1-based repetition of the cell
 	Elapsed    float64 `json:"elapsed_s"`
 	Enqueued   int64   `json:"enqueued"`
 	Completed  int64   `json:"completed"`
@@ -76,7 +77,7 @@ func runOne(ctx context.Context, eng Engine, cfg Config, variant string, workers
 		return Result{}, err
 	}
 	defer closeDB()
-	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg))
+	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg), tuneOptions(st))
 	if err != nil {
 		return Result{}, err
 	}
@@ -418,7 +419,7 @@ func (r *run) ackAndCount(ctx context.Context, c claimer, reqs []ackReq) {
 		if m == nil {
 			continue
 		}
-		if m.done.Add(1) > 1 {
+		if !m.shared && m.done.Add(1) > 1 {
 			r.e.violate(fmt.Sprintf("job %s completed twice", a.j.id))
 			continue
 		}

@@ -36,6 +36,20 @@ type strategy interface {
 	newClaimer(e *env, id string, members []string) claimer
 }
 
+// optionsStrategy is a strategy whose queue needs options of its own (the
+// zones layout) besides the lane count.
+type optionsStrategy interface {
+	queueOptions(o *quick.Options)
+}
+
+// tuneOptions applies s's queue options to o, if it has any.
+func tuneOptions(s strategy) func(*quick.Options) {
+	if t, ok := s.(optionsStrategy); ok {
+		return t.queueOptions
+	}
+	return func(*quick.Options) {}
+}
+
 // claimer is one worker's side of a strategy.
 type claimer interface {
 	// claim takes up to max vested jobs; with none, next is when the
@@ -55,6 +69,10 @@ func strategyFor(name string) (strategy, error) {
 		return randomK{}, nil
 	case "lanes":
 		return lanesStrategy{}, nil
+	case "zones":
+		return zonesStrategy{}, nil
+	case "zones-16":
+		return zonesStrategy{zoneLanes: 16}, nil
 	}
 	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v)", name, Variants)
 }

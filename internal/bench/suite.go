@@ -27,16 +27,21 @@ func Suite(ctx context.Context, eng Engine, cfg Config, fairness bool, log io.Wr
 	}
 	rep := Report{Started: time.Now(), Engine: eng.Name, Config: cfg,
 		Machine: fmt.Sprintf("%s/%s, %d CPUs (GOMAXPROCS %d), %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())}
-	for _, mode := range cfg.Modes {
-		for _, v := range cfg.Variants {
-			for _, w := range cfg.Workers {
-				r, err := RunOne(ctx, eng, cfg, v, w, mode)
-				if err != nil {
-					return rep, fmt.Errorf("%s/%s/%d workers: %w", mode, v, w, err)
+	// Repetitions are interleaved, so that a slow spell of a shared
+	// machine spreads over every variant instead of striking one.
+	for n := 1; n <= max(cfg.Reps, 1); n++ {
+		for _, mode := range cfg.Modes {
+			for _, v := range cfg.Variants {
+				for _, w := range cfg.Workers {
+					r, err := RunOne(ctx, eng, cfg, v, w, mode)
+					if err != nil {
+						return rep, fmt.Errorf("%s/%s/%d workers: %w", mode, v, w, err)
+					}
+					r.Rep = n
+					fmt.Fprintf(log, "rep %d %-7s %-18s workers=%-3d %8.0f jobs/s  conflicts/claim=%.3f  p99 start=%.1fms  errors=%d\n",
+						n, mode, v, w, r.JobsPerSec, r.ConflictRate, r.EnqueueToStart.P99, r.Errors)
+					rep.Results = append(rep.Results, r)
 				}
-				fmt.Fprintf(log, "%-7s %-18s workers=%-3d %8.0f jobs/s  conflicts/claim=%.3f  p99 start=%.1fms  errors=%d\n",
-					mode, v, w, r.JobsPerSec, r.ConflictRate, r.EnqueueToStart.P99, r.Errors)
-				rep.Results = append(rep.Results, r)
 			}
 		}
 	}

@@ -11,6 +11,12 @@ import (
 // line per variant, one row of panels per mode. It is hand-written SVG so
 // the harness needs no plotting dependency.
 func (r Report) SVG() string {
+	// One point per cell: the median over its repetitions.
+	var meds []Result
+	for _, c := range r.Cells() {
+		meds = append(meds, Result{Mode: c.Mode, Variant: c.Variant, Workers: c.Workers, JobsPerSec: c.JobsPS.Median, ConflictRate: c.Conflict.Median})
+	}
+	r.Results = meds
 	const (
 		pw, ph     = 440.0, 280.0 // panel size
 		ml, mr     = 70.0, 20.0   // panel margins

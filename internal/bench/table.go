@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -15,19 +16,23 @@ func (r Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "workload: concurrency %d/worker, durations %s, payload %d B, delayed %.0f%% (<= %v), failing %.0f%%, backlog %d, rate %.0f/s, %d producers, %d lanes, K=%d, run %v, seed %d\n",
 		c.Concurrency, c.Duration, c.Payload, 100*c.DelayShare, c.MaxDelay, 100*c.FailShare, c.Backlog, c.Rate, c.Producers, c.Lanes, c.K, c.RunLength, c.Seed)
 	fmt.Fprintln(w, "wall times are on the engine above; kv figures are per completed job (enqueue + claim + ack)")
+	if c.Reps > 1 {
+		fmt.Fprintf(w, "each cell ran %d times, interleaved: jobs/s and confl/claim are median (min-max); the other columns are medians\n", c.Reps)
+	}
+	cells := r.Cells()
 	for _, mode := range c.Modes {
 		fmt.Fprintf(w, "\n== %s ==\n", mode)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "variant\tworkers\tjobs/s\tconfl/claim\tstart p50 ms\tp99\tp99.9\tgrv\treads\trange\tkeys\tmuts\tbytes w\tcommits\terrs\t")
-		for _, res := range r.Results {
-			if res.Mode != mode {
+		fmt.Fprintln(tw, "variant\tworkers\tjobs/s\t(range)\tconfl/claim\t(range)\tstart p50 ms\tp99\tp99.9\tgrv\treads\trange\tkeys\tmuts\tbytes w\tcommits\terrs\t")
+		for _, cl := range cells {
+			if cl.Mode != mode {
 				continue
 			}
-			p := res.PerJob
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.0f\t%.2f\t%d\t\n",
-				res.Variant, res.Workers, res.JobsPerSec, res.ConflictRate,
-				res.EnqueueToStart.P50, res.EnqueueToStart.P99, res.EnqueueToStart.P999,
-				p.ReadVersions, p.Reads, p.RangeReads, p.KeysRead, p.Mutations, p.BytesWritten, p.Commits, res.Errors)
+			p := cl.PerJob
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.3f\t%s\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.0f\t%.2f\t%d\t\n",
+				cl.Variant, cl.Workers, cl.JobsPS.Median, rangeStr(cl.JobsPS, "%.0f"), cl.Conflict.Median, rangeStr(cl.Conflict, "%.3f"),
+				cl.StartP50, cl.StartP99, cl.StartP999,
+				p.ReadVersions, p.Reads, p.RangeReads, p.KeysRead, p.Mutations, p.BytesWritten, p.Commits, cl.Errors)
 		}
 		tw.Flush()
 	}
@@ -48,41 +53,60 @@ func (r Report) WriteTable(w io.Writer) {
 	}
 }
 
-// writeRatios prints lanes' throughput over each other variant's, per mode
-// and worker count: ratios from one run on one engine.
+func rangeStr(s Spread, f string) string {
+	if s.N < 2 {
+		return ""
+	}
+	return "(" + fmt.Sprintf(f, s.Min) + "-" + fmt.Sprintf(f, s.Max) + ")"
+}
+
+// writeRatios prints lanes' throughput over each other variant's, and the
+// zones layout's over lanes', per mode and worker count: ratios of the
+// cells' medians from one run on one engine, with the range over the
+// pairings of their repetitions.
 func (r Report) writeRatios(w io.Writer) {
-	find := func(mode Mode, v string, n int) (Result, bool) {
-		for _, res := range r.Results {
-			if res.Mode == mode && res.Variant == v && res.Workers == n {
-				return res, true
+	cells := r.Cells()
+	find := func(mode Mode, v string, n int) (Cell, bool) {
+		for _, c := range cells {
+			if c.Mode == mode && c.Variant == v && c.Workers == n {
+				return c, true
 			}
 		}
-		return Result{}, false
+		return Cell{}, false
 	}
-	fmt.Fprintln(w, "\n== throughput ratios (lanes / other) ==")
+	type pair struct{ num, den string }
+	var pairs []pair
+	for _, v := range r.Config.Variants {
+		if v != "lanes" && !strings.HasPrefix(v, "zones") {
+			pairs = append(pairs, pair{"lanes", v})
+		}
+	}
+	for _, v := range r.Config.Variants {
+		if strings.HasPrefix(v, "zones") && slices.Contains(r.Config.Variants, "lanes") {
+			pairs = append(pairs, pair{v, "lanes"})
+		}
+	}
+	fmt.Fprintln(w, "\n== throughput ratios (median of one over median of the other; range over the repetitions' pairings) ==")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "mode\tworkers\t")
-	for _, v := range r.Config.Variants {
-		if v != "lanes" {
-			fmt.Fprintf(tw, "lanes/%s\t", v)
-		}
+	for _, p := range pairs {
+		fmt.Fprintf(tw, "%s/%s\t", p.num, p.den)
 	}
 	fmt.Fprintln(tw)
 	for _, mode := range r.Config.Modes {
 		for _, n := range r.Config.Workers {
-			l, ok := find(mode, "lanes", n)
-			if !ok {
-				continue
-			}
 			fmt.Fprintf(tw, "%s\t%d\t", mode, n)
-			for _, v := range r.Config.Variants {
-				if v == "lanes" {
-					continue
-				}
-				if o, ok := find(mode, v, n); ok && o.JobsPerSec > 0 {
-					fmt.Fprintf(tw, "%.2fx\t", l.JobsPerSec/o.JobsPerSec)
-				} else {
+			for _, p := range pairs {
+				a, ok1 := find(mode, p.num, n)
+				b, ok2 := find(mode, p.den, n)
+				rt, ok3 := ratioOf(a.JobsPS, b.JobsPS)
+				switch {
+				case !ok1 || !ok2 || !ok3:
 					fmt.Fprint(tw, "-\t")
+				case a.JobsPS.N > 1 || b.JobsPS.N > 1:
+					fmt.Fprintf(tw, "%.2fx (%.2f-%.2f)\t", rt.Median, rt.Low, rt.High)
+				default:
+					fmt.Fprintf(tw, "%.2fx\t", rt.Median)
 				}
 			}
 			fmt.Fprintln(tw)

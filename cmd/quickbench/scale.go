@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/quickfdb/quickfdb/internal/bench"
+)
+
+// scaleCmd runs the scale simulation (bench.ScaleIdle, bench.ScaleClaims)
+// for both layouts and prints their tables side by side.
+func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ic, cc := bench.DefaultScaleIdle(), bench.DefaultScaleClaims()
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	layouts := fs.String("layouts", "lanes,zones", "layouts to simulate")
+	parts := fs.String("parts", "idle,claims", "idle (reads per idle worker, fake clock) and/or claims (conflicts and jobs/s against workers)")
+	fs.IntVar(&ic.Workers, "workers", ic.Workers, "idle: workers (every one joins the lanes membership)")
+	fs.IntVar(&ic.Tenants, "tenants", ic.Tenants, "idle: tenants, one future job each")
+	fs.IntVar(&ic.Sample, "sample", ic.Sample, "idle: workers whose idle routine is run and measured (0: all)")
+	fs.DurationVar(&ic.SimFor, "sim-for", ic.SimFor, "idle: simulated time")
+	claimWorkers := fs.String("claim-workers", joinInts(cc.Workers), "claims: claimer counts")
+	fs.IntVar(&cc.Tenants, "claim-tenants", cc.Tenants, "claims: tenants with vested jobs")
+	fs.IntVar(&cc.PerTenant, "per-tenant", cc.PerTenant, "claims: vested jobs per tenant")
+	fs.IntVar(&cc.Max, "max", cc.Max, "claims: jobs per claim")
+	fs.DurationVar(&cc.RunFor, "run", cc.RunFor, "claims: run length per claimer count")
+	peeks := fs.String("peeks", joinInts(cc.Peeks), "claims: ZoneClaimOptions.Peek values to sweep (zones; 0 = quick's default)")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var err error
+	if cc.Workers, err = parseInts(*claimWorkers); err != nil {
+		return fail(stderr, err)
+	}
+	if cc.Peeks, err = parseInts(*peeks); err != nil {
+		return fail(stderr, err)
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
+	want := map[string]bool{}
+	for _, p := range splitList(*parts) {
+		want[p] = true
+	}
+	var idle []bench.IdleResult
+	var claims []bench.ClaimsResult
+	for _, l := range splitList(*layouts) {
+		if want["idle"] {
+			r, err := bench.ScaleIdle(ctx, ic, l)
+			if err != nil {
+				return fail(stderr, err)
+			}
+			logf("scale idle %s: done in %.0fs", l, r.WallS)
+			idle = append(idle, r)
+		}
+	}
+	for _, l := range splitList(*layouts) {
+		if want["claims"] {
+			rs, err := bench.ScaleClaims(ctx, cc, l, logf)
+			if err != nil {
+				return fail(stderr, err)
+			}
+			claims = append(claims, rs...)
+		}
+	}
+	if len(idle) > 0 {
+		fmt.Fprintf(stdout, "== idle: %d workers (%d measured), %d tenants with a job vesting in 1h, %v simulated on memkv with a fake clock; per worker per simulated second ==\n",
+			ic.Workers, idle[0].Sampled, ic.Tenants, ic.SimFor)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "layout\tgrv/s\tpoint reads/s\trange reads/s\tkeys read/s\tbytes read/s\tmutations/s\tcommits/s\twall s\t")
+		for _, r := range idle {
+			p := r.PerWorkerSec
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.2f\t%.2f\t%.0f\t\n", r.Layout, p.ReadVersions, p.Reads, p.RangeReads, p.KeysRead, p.BytesRead, p.Mutations, p.Commits, r.WallS)
+		}
+		tw.Flush()
+	}
+	if len(claims) > 0 {
+		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen ==\n",
+			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "layout\tpeek\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\t")
+		for _, r := range claims {
+			peek := "-"
+			if r.Layout == "zones" {
+				peek = "default"
+				if r.Peek > 0 {
+					peek = fmt.Sprint(r.Peek)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t\n", r.Layout, peek, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors)
+			if r.FirstError != "" {
+				logf("%s/%d: first error: %s", r.Layout, r.Workers, r.FirstError)
+			}
+		}
+		tw.Flush()
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(map[string]any{"idle_config": ic, "idle": idle, "claims_config": cc, "claims": claims}, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	return 0
+}
