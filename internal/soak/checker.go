@@ -36,6 +36,15 @@ type Verdict struct {
 	CronAbandoned int `json:"cron_abandoned"`
 	// TooLarge counts commits refused with 2101: each is a violation.
 	TooLarge int64 `json:"too_large"`
+	// The zones configurations: jobs of the short-job type, tenants the
+	// jobs were spread over, jobs completed after a requeue from the dead
+	// letters, checkpointing jobs completed after resuming, slow jobs
+	// (longer than a lane lease) completed.
+	Short    int `json:"short,omitempty"`
+	Tenants  int `json:"tenants,omitempty"`
+	Requeued int `json:"requeued,omitempty"`
+	Resumed  int `json:"resumed,omitempty"`
+	Slow     int `json:"slow,omitempty"`
 	// Violations lists each violation found; the run fails if any.
 	Violations []string `json:"violations"`
 }
@@ -52,18 +61,47 @@ func Check(h History) Verdict {
 		v.violate("%d commits failed with 2101 transaction_too_large: a transaction is not bounded in bytes", h.TooLarge)
 	}
 
-	// The last claim of each job: the one with the highest attempt, since
-	// every claim of a job counts one more attempt than the one before.
+	for _, p := range h.HandlerProblems {
+		v.violate("%s", p)
+	}
+	if h.IndexLeft > 0 {
+		v.violate("%d lookup index entries (S (2, \"i\")) are left with every job finished: a finish did not clear its entry", h.IndexLeft)
+	}
+	short := map[quick.ID]bool{}
+	for _, j := range h.Jobs {
+		short[j.ID] = j.TaskType == shortType
+	}
+
+	// The last claim of each job: the one with the highest attempt in the
+	// latest epoch (a requeue starts the attempts again), since every claim
+	// of a job counts one more attempt than the one before. In short-job
+	// mode a hand-out counts no attempt, so the per-job claim of a worker
+	// that took the lane over from a vanished holder may show the same
+	// attempt as that holder's hand-out, and comes later: of equal
+	// attempts the later recorded one is the last.
 	last := map[quick.ID]ClaimRec{}
 	claimedTokens := map[quick.ID]map[uint64]bool{}
+	type claimAt struct {
+		id             quick.ID
+		epoch, attempt int
+	}
+	atAttempt := map[claimAt]ClaimRec{}
 	for _, c := range h.Claims {
-		if l, ok := last[c.ID]; !ok || c.Attempt > l.Attempt {
+		if l, ok := last[c.ID]; !ok || c.Epoch > l.Epoch || c.Epoch == l.Epoch && c.Attempt >= l.Attempt {
 			last[c.ID] = c
 		}
 		if claimedTokens[c.ID] == nil {
 			claimedTokens[c.ID] = map[uint64]bool{}
 		}
 		claimedTokens[c.ID][c.Token] = true
+		// A job stored once is claimed once per attempt: two claims of
+		// one attempt are two copies of the job (or, in short-job mode,
+		// the same hand-out made twice without a takeover).
+		k := claimAt{c.ID, c.Epoch, c.Attempt}
+		if o, dup := atAttempt[k]; dup && (!short[c.ID] || o.Token == c.Token) {
+			v.violate("job %s was claimed twice at attempt %d (tokens %x by %s and %x by %s): it was duplicated", c.ID, c.Attempt, o.Token, o.Worker, c.Token, c.Worker)
+		}
+		atAttempt[k] = c
 	}
 	runs := map[quick.ID][]RunRec{}
 	for _, r := range h.Runs {
@@ -94,6 +132,16 @@ func Check(h History) Verdict {
 
 	dead := set(h.Dead)
 	pending := set(h.Pending)
+	stored := map[quick.ID]int{}
+	for _, id := range append(slices.Clone(h.Pending), h.Dead...) {
+		stored[id]++
+	}
+	for id, n := range stored {
+		if n > 1 {
+			v.violate("job %s is stored %d times at the end (queued or dead-lettered): a job enqueued once must exist once", id, n)
+		}
+	}
+	tenants := map[string]bool{}
 	enqueued := map[quick.ID]JobRec{}
 	logical := map[[2]int]quick.ID{}
 	for _, j := range h.Jobs {
@@ -120,6 +168,19 @@ func Check(h History) Verdict {
 		if dead[j.ID] {
 			v.DeadLettered++
 		}
+		tenants[j.Tenant] = true
+		if short[j.ID] {
+			v.Short++
+		}
+		if last[j.ID].Epoch > 0 {
+			v.Requeued++
+		}
+		switch {
+		case j.Kind == KindCheckpoint && n > 0:
+			v.Resumed++
+		case j.Kind == KindSlow && n > 0:
+			v.Slow++
+		}
 		switch {
 		case j.Kind == KindLarge:
 			v.Large++
@@ -143,6 +204,8 @@ func Check(h History) Verdict {
 		case j.Kind == KindExhaust && !dead[j.ID] && n == 0:
 			v.violate("job %s (exhaust) was lost: neither dead-lettered nor completed", j.ID)
 		case j.Kind == KindExhaust:
+		case j.Kind == KindCheckpoint && n > 0 && completions[j.ID][0].Attempt < 2 && last[j.ID].Epoch == 0:
+			v.violate("job %s (checkpoint) completed on attempt %d, before any run that checkpointed and failed", j.ID, completions[j.ID][0].Attempt)
 		case j.Kind != KindPoison && dead[j.ID]:
 			v.violate("job %s (%s) was dead-lettered", j.ID, j.Kind)
 		case j.Kind != KindPoison && n == 0:
@@ -159,6 +222,7 @@ func Check(h History) Verdict {
 			v.violate("job %s is in the queue but no producer enqueued it", id)
 		}
 	}
+	v.Tenants = len(tenants)
 	checkCron(h, completions, &v)
 	sort.Strings(v.Violations)
 	return v

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
@@ -36,7 +37,7 @@ type completion struct {
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid})
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID)})
 		start := time.Now()
 		defer func() {
 			h.rec.run(RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()})
@@ -52,8 +53,34 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		if err := h.work(ctx, clk); err != nil {
 			return err
 		}
-		if p.Kind == KindPoison || p.Kind == KindTransient && l.Attempt == 1 {
+		switch p.Kind {
+		case KindPoison:
 			return errors.New(p.Kind + " failure")
+		case KindTransient:
+			if l.Attempt == 1 {
+				return errors.New(p.Kind + " failure")
+			}
+		case KindRequeue:
+			if h.epoch(l.ID) == 0 {
+				return errors.New("failing until requeued")
+			}
+		case KindSlow:
+			select {
+			case <-clk.After(h.cfg.SlowFor):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		case KindCheckpoint:
+			want := "ckpt:" + l.ID.String()
+			if len(l.Checkpoint) == 0 {
+				if err := job.Checkpoint(ctx, []byte(want)); err != nil {
+					return err
+				}
+				return errors.New("checkpointed; failing once")
+			}
+			if string(l.Checkpoint) != want {
+				h.rec.problem(fmt.Sprintf("job %s (checkpoint) resumed from checkpoint %q, stored %q", l.ID, l.Checkpoint, want))
+			}
 		}
 		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
 			h.record(tr, l.ID, leasetoken.Of(l), completion{Worker: wid, Attempt: l.Attempt})
