@@ -123,9 +123,12 @@ func Check(h History) Verdict {
 			switch {
 			case !claimedTokens[id][c.Token]:
 				v.violate("job %s: a completion committed under token %x, which no claim handed out", id, c.Token)
-			case ok && c.Token != l.Token:
-				v.violate("job %s: a completion committed under stale token %x (attempt %d); the last claim was token %x (attempt %d)",
-					id, c.Token, c.Attempt, l.Token, l.Attempt)
+			case ok && (c.Token != l.Token || c.Attempt != l.Attempt || c.Worker != l.Worker):
+				// The worker and attempt too: a short-job hand-out keeps
+				// the job's stored token, so two hand-outs of one job may
+				// show the same token, and only the holder tells them apart.
+				v.violate("job %s: a completion committed under stale token %x (attempt %d, %s); the last claim was token %x (attempt %d, %s)",
+					id, c.Token, c.Attempt, c.Worker, l.Token, l.Attempt, l.Worker)
 			}
 		}
 	}

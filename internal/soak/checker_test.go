@@ -38,10 +38,10 @@ func cleanHistory() History {
 			{ID: c1, Token: 6, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Schedule: "chain"},
 		},
 		Completions: []CompletionRec{
-			{ID: a, Token: 1, Attempt: 1},
-			{ID: b, Token: 3, Attempt: 2},
-			{ID: c0, Token: 5, Schedule: "chain", ScheduledAt: t0},
-			{ID: c1, Token: 6, Schedule: "chain", ScheduledAt: t0.Add(time.Second)},
+			{ID: a, Token: 1, Attempt: 1, Worker: "w1"},
+			{ID: b, Token: 3, Attempt: 2, Worker: "w2"},
+			{ID: c0, Token: 5, Attempt: 1, Worker: "w2", Schedule: "chain", ScheduledAt: t0},
+			{ID: c1, Token: 6, Attempt: 1, Worker: "w1", Schedule: "chain", ScheduledAt: t0.Add(time.Second)},
 		},
 		Dead:        []quick.ID{p},
 		CronPending: []quick.ID{c2},
@@ -68,13 +68,13 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 		want  string
 	}{
 		{"duplicate completion", func(h *History) {
-			h.Completions = append(h.Completions, CompletionRec{ID: h.Jobs[0].ID, Token: 1, Attempt: 1})
+			h.Completions = append(h.Completions, CompletionRec{ID: h.Jobs[0].ID, Token: 1, Attempt: 1, Worker: "w1"})
 		}, "completed 2 times"},
 		{"lost job", func(h *History) {
 			h.Completions = h.Completions[1:] // job a's completion never committed
 		}, "was lost"},
 		{"stale-token write", func(h *History) {
-			h.Completions[1].Token, h.Completions[1].Attempt = 2, 1 // b completed by the paused w1
+			h.Completions[1].Token, h.Completions[1].Attempt, h.Completions[1].Worker = 2, 1, "w1" // b completed by the paused w1
 		}, "stale token"},
 		{"token never claimed", func(h *History) {
 			h.Completions[0].Token = 99
@@ -153,12 +153,24 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 		{"job claimed twice at one attempt", func(h *History) {
 			h.Claims = append(h.Claims, ClaimRec{ID: h.Jobs[0].ID, Token: 70, Attempt: 1, Worker: "w3"})
 		}, "claimed twice at attempt 1"},
+		{"short-mode holder wrote after a later hand-out", func(h *History) {
+			s := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindTransient, Producer: 4, TaskType: shortType})
+			// w1's hand-out at attempt 1 lapsed; w2 took the lane over,
+			// claimed it at attempt 1 and failed it (its token cleared);
+			// w3 handed it out at attempt 2; then the paused w1 completes:
+			// the job's token is 0 for both hand-outs.
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
+				ClaimRec{ID: s, Attempt: 2, Worker: "w3"})
+			h.Runs = append(h.Runs, RunRec{ID: s})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
+		}, "stale token"},
 		{"short-mode hand-out made twice", func(h *History) {
 			s := quick.NewID(time.Unix(1_900_000_000, 0))
 			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType})
 			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Attempt: 1, Worker: "w2"})
 			h.Runs = append(h.Runs, RunRec{ID: s})
-			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w2"})
 		}, "claimed twice at attempt 1"},
 		{"short-mode holder wrote after the takeover", func(h *History) {
 			s := quick.NewID(time.Unix(1_900_000_000, 0))
@@ -167,7 +179,7 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 			// the lane it took over, at the same attempt; w1 completes.
 			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"})
 			h.Runs = append(h.Runs, RunRec{ID: s})
-			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
 		}, "stale token"},
 		{"completion before the requeue", func(h *History) {
 			r := quick.NewID(time.Unix(1_900_000_000, 0))
@@ -269,7 +281,7 @@ func TestCheckerPassesZonesHistories(t *testing.T) {
 		ClaimRec{ID: c, Token: 95, Attempt: 1}, ClaimRec{ID: c, Token: 96, Attempt: 2})
 	h.Runs = append(h.Runs, RunRec{ID: s}, RunRec{ID: r}, RunRec{ID: c})
 	h.Completions = append(h.Completions,
-		CompletionRec{ID: s, Token: 80, Attempt: 1}, CompletionRec{ID: r, Token: 91, Attempt: 1}, CompletionRec{ID: c, Token: 96, Attempt: 2})
+		CompletionRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"}, CompletionRec{ID: r, Token: 91, Attempt: 1}, CompletionRec{ID: c, Token: 96, Attempt: 2})
 	v := Check(h)
 	if len(v.Violations) != 0 {
 		t.Fatalf("violations: %v", v.Violations)
