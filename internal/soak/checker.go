@@ -68,8 +68,13 @@ func Check(h History) Verdict {
 		v.violate("%d lookup index entries (S (2, \"i\")) are left with every job finished: a finish did not clear its entry", h.IndexLeft)
 	}
 	short := map[quick.ID]bool{}
+	kind := map[quick.ID]string{}
 	for _, j := range h.Jobs {
 		short[j.ID] = j.TaskType == shortType
+		kind[j.ID] = j.Kind
+		if j.TaskType != "" {
+			kind[j.ID] = j.TaskType + "/" + j.Kind
+		}
 	}
 
 	// The last claim of each job: the one with the highest attempt in the
@@ -99,7 +104,8 @@ func Check(h History) Verdict {
 		// the same hand-out made twice without a takeover).
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
 		if o, dup := atAttempt[k]; dup && (!short[c.ID] || o.Token == c.Token) {
-			v.violate("job %s was claimed twice at attempt %d (tokens %x by %s and %x by %s): it was duplicated", c.ID, c.Attempt, o.Token, o.Worker, c.Token, c.Worker)
+			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated",
+				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"))
 		}
 		atAttempt[k] = c
 	}

@@ -37,7 +37,7 @@ type completion struct {
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID)})
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now()})
 		start := time.Now()
 		defer func() {
 			h.rec.run(RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()})

@@ -51,6 +51,8 @@ type ClaimRec struct {
 	// Epoch is how many times the job had been requeued from the dead
 	// letters when it was claimed: a requeue starts its attempts again.
 	Epoch int
+	// At is when the handler started (real time), for the reports.
+	At time.Time
 }
 
 // RunRec is one run of a handler.

@@ -96,9 +96,13 @@ func (h *harness) queueOptions(clk clock.Clock, layout quick.Layout, autoIdem bo
 		o.ZoneSpace = h.zoneSpace
 		o.PointerLease = h.cfg.PointerLease
 		o.AutomaticIdempotency = autoIdem
+		// cron finds its occurrences by ID (quick.Get, Cancel): in the
+		// zones layout only a Trackable task type's jobs can be found so.
 		o.TaskTypes = map[string]quick.TaskTypeOptions{
 			workType:  {Trackable: true},
 			shortType: {ShortJobs: true},
+			cronType:  {Trackable: true},
+			cronType2: {Trackable: true},
 		}
 	}
 	return o
