@@ -203,8 +203,8 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 			h.Completions = append(h.Completions, CompletionRec{ID: c, Token: 95, Attempt: 1})
 		}, "before any run that checkpointed"},
 		{"lookup index left", func(h *History) {
-			h.IndexLeft = 2
-		}, "lookup index entries"},
+			h.IndexLeft = []quick.ID{h.Jobs[0].ID}
+		}, "lookup index entry"},
 		{"handler saw a wrong checkpoint", func(h *History) {
 			h.HandlerProblems = []string{"job x (checkpoint) resumed from checkpoint \"\", stored \"ckpt:x\""}
 		}, "resumed from checkpoint"},

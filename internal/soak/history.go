@@ -116,9 +116,9 @@ type History struct {
 	TooLarge int64
 	// Layout is Config.Layout.
 	Layout string
-	// IndexLeft counts the zones layout's lookup index entries left at the
-	// end, when every job is finished.
-	IndexLeft int
+	// IndexLeft lists the jobs whose zones lookup index entries are left
+	// at the end, when every job is finished.
+	IndexLeft []quick.ID
 	// HandlerProblems are violations the handlers saw as they ran (a
 	// checkpoint resumed with other bytes than it stored).
 	HandlerProblems []string

@@ -332,21 +332,30 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 	return ids, hash.Sum64(), err
 }
 
-// indexLeft counts the lookup index entries S (2, "i", ...) left at the end
-// (the per-job work type is Trackable): every job is finished then, and
-// each finish must have cleared its entry.
-func (h *harness) indexLeft(ctx context.Context) (int, error) {
+// indexLeft lists the jobs whose lookup index entries S (2, "i", id) are
+// left at the end (the per-job work type is Trackable): every job is
+// finished then, and each finish must have cleared its entry.
+func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
 	if !h.cfg.zones() {
-		return 0, nil
+		return nil, nil
 	}
-	b, e := h.space.Sub(int64(2), "i").Range()
-	n := 0
+	idx := h.space.Sub(int64(2), "i")
+	b, e := idx.Range()
+	var out []quick.ID
 	err := h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		out = out[:0]
 		kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{Limit: 10_000}).GetSliceWithError()
-		n = len(kvs)
+		for _, p := range kvs {
+			t, err := idx.Unpack(p.Key)
+			if err != nil || len(t) == 0 {
+				return fmt.Errorf("soak: lookup index key %x does not unpack: %v", p.Key, err)
+			}
+			id, _ := t[0].(tuple.UUID)
+			out = append(out, quick.ID(id))
+		}
 		return err
 	})
-	return n, err
+	return out, err
 }
 
 // migrate switches the producers and workers of the migrate layout to
