@@ -230,7 +230,11 @@ func Check(h History) Verdict {
 		}
 	}
 	v.Tenants = len(tenants)
+	cronPending := set(h.CronPending)
 	for _, id := range h.IndexLeft {
+		if pending[id] || cronPending[id] {
+			continue // still queued: its entry says where
+		}
 		j := enqueued[id]
 		v.violate("job %s (%s/%s, completed %d times, dead %v): its lookup index entry (S (2, \"i\")) is left with every job finished", id, j.TaskType, j.Kind, len(completions[id]), dead[id])
 	}

@@ -290,3 +290,13 @@ func TestCheckerPassesZonesHistories(t *testing.T) {
 		t.Fatalf("counts: %+v", v)
 	}
 }
+
+// TestCheckerLeavesTheIndexOfQueuedJobs: a cron chain's pending occurrence
+// keeps its lookup index entry.
+func TestCheckerLeavesTheIndexOfQueuedJobs(t *testing.T) {
+	h := cleanHistory()
+	h.IndexLeft = h.CronPending
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("violations: %v", v.Violations)
+	}
+}

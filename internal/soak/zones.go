@@ -333,8 +333,9 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 }
 
 // indexLeft lists the jobs whose lookup index entries S (2, "i", id) are
-// left at the end (the per-job work type is Trackable): every job is
-// finished then, and each finish must have cleared its entry.
+// left at the end (the per-job work type and the cron types are
+// Trackable): every job is finished then (but the cron chains' pending
+// occurrences), and each finish must have cleared its entry.
 func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
 	if !h.cfg.zones() {
 		return nil, nil
