@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/quick"
@@ -102,8 +103,8 @@ func Check(h History) Verdict {
 		// the same hand-out made twice without a takeover).
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
 		if o, dup := atAttempt[k]; dup && (!short[c.ID] || o.Token == c.Token) {
-			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated",
-				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"))
+			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
+				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"), describeRuns(h.Runs, c.ID))
 		}
 		atAttempt[k] = c
 	}
@@ -353,4 +354,20 @@ func set(ids []quick.ID) map[quick.ID]bool {
 		m[id] = true
 	}
 	return m
+}
+
+// describeRuns lists a job's runs, for a violation's report.
+func describeRuns(runs []RunRec, id quick.ID) string {
+	var out []string
+	for _, r := range runs {
+		if r.ID != id {
+			continue
+		}
+		s := fmt.Sprintf("%s %s-%s", r.Worker, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"))
+		if r.Err != "" {
+			s += " (" + r.Err + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
 }

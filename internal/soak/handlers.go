@@ -35,12 +35,16 @@ type completion struct {
 // their first attempt, complete through Job.CompleteWith with a history
 // record written in the completing transaction; poison jobs always fail.
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
-	return func(ctx context.Context, job *worker.RawJob) error {
+	return func(ctx context.Context, job *worker.RawJob) (err error) {
 		l := job.Lease
 		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now()})
 		start := time.Now()
 		defer func() {
-			h.rec.run(RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()})
+			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()}
+			if err != nil {
+				r.Err = err.Error()
+			}
+			h.rec.run(r)
 		}()
 		var p payload
 		if err := json.Unmarshal(job.Args, &p); err != nil {

@@ -62,6 +62,7 @@ type RunRec struct {
 	Worker     string
 	Start, End time.Time
 	Schedule   string // cron occurrences: the schedule's name
+	Err        string // what the handler returned, for the reports
 }
 
 // CompletionRec is a committed completion, read back from the history
