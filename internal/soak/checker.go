@@ -80,7 +80,7 @@ func Check(h History) Verdict {
 	// latest epoch (a requeue starts the attempts again), since every claim
 	// of a job counts one more attempt than the one before. In short-job
 	// mode a hand-out counts no attempt, so the per-job claim of a worker
-	// that took the lane over from a vanished holder may show the same
+	// that took the lane over from a vanished holder shows the same
 	// attempt as that holder's hand-out, and comes later: of equal
 	// attempts the later recorded one is the last.
 	last := map[quick.ID]ClaimRec{}
@@ -99,10 +99,12 @@ func Check(h History) Verdict {
 		}
 		claimedTokens[c.ID][c.Token] = true
 		// A job stored once is claimed once per attempt: two claims of
-		// one attempt are two copies of the job (or, in short-job mode,
-		// the same hand-out made twice without a takeover).
+		// one attempt are two copies of the job, or a job handed out
+		// twice in short-job mode without a takeover. The one pair that
+		// shares an attempt is a short hand-out and then the per-job
+		// claim of the worker that took the lane over.
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
-		if o, dup := atAttempt[k]; dup && (!short[c.ID] || o.Token == c.Token) {
+		if o, dup := atAttempt[k]; dup && !(o.Short && !c.Short) {
 			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
 				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"), describeRuns(h.Runs, c.ID))
 		}

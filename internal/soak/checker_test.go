@@ -160,24 +160,24 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 			// claimed it at attempt 1 and failed it (its token cleared);
 			// w3 handed it out at attempt 2; then the paused w1 completes:
 			// the job's token is 0 for both hand-outs.
-			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
-				ClaimRec{ID: s, Attempt: 2, Worker: "w3"})
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
+				ClaimRec{ID: s, Attempt: 2, Worker: "w3", Short: true})
 			h.Runs = append(h.Runs, RunRec{ID: s})
 			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
 		}, "stale token"},
 		{"short-mode hand-out made twice", func(h *History) {
 			s := quick.NewID(time.Unix(1_900_000_000, 0))
 			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType})
-			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Attempt: 1, Worker: "w2"})
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Token: 1, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 2, Attempt: 1, Worker: "w2", Short: true})
 			h.Runs = append(h.Runs, RunRec{ID: s})
-			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w2"})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Token: 2, Attempt: 1, Worker: "w2"})
 		}, "claimed twice at attempt 1"},
 		{"short-mode holder wrote after the takeover", func(h *History) {
 			s := quick.NewID(time.Unix(1_900_000_000, 0))
 			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType})
 			// w1's hand-out (job token 0), then w2's per-job claim of
 			// the lane it took over, at the same attempt; w1 completes.
-			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"})
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"})
 			h.Runs = append(h.Runs, RunRec{ID: s})
 			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
 		}, "stale token"},
@@ -276,7 +276,7 @@ func TestCheckerPassesZonesHistories(t *testing.T) {
 		JobRec{ID: r, Kind: KindRequeue, Producer: 4, Seq: 1, TaskType: workType, Tenant: "t01"},
 		JobRec{ID: c, Kind: KindCheckpoint, Producer: 4, Seq: 2, TaskType: workType, Tenant: "t02"})
 	h.Claims = append(h.Claims,
-		ClaimRec{ID: s, Token: 0, Attempt: 1, Worker: "w1"}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
+		ClaimRec{ID: s, Token: 0, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
 		ClaimRec{ID: r, Token: 90, Attempt: 1}, ClaimRec{ID: r, Token: 91, Attempt: 1, Epoch: 1},
 		ClaimRec{ID: c, Token: 95, Attempt: 1}, ClaimRec{ID: c, Token: 96, Attempt: 2})
 	h.Runs = append(h.Runs, RunRec{ID: s}, RunRec{ID: r}, RunRec{ID: c})

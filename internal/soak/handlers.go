@@ -37,7 +37,7 @@ type completion struct {
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) (err error) {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now()})
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now(), Short: isShort(l)})
 		start := time.Now()
 		defer func() {
 			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()}
@@ -146,4 +146,12 @@ func (h *harness) record(tr kv.Transaction, id quick.ID, token uint64, c complet
 	_, _ = rand.Read(nonce[:])
 	v, _ := json.Marshal(c)
 	tr.Set(h.histKey(id, token, nonce[:]), v)
+}
+
+// isShort says whether a lease is a short-job hand-out (quick.Lease.Short
+// of the zones layout, asserted so that the soak builds on either layout's
+// branch).
+func isShort(l quick.Lease) bool {
+	s, ok := any(l).(interface{ Short() bool })
+	return ok && s.Short()
 }

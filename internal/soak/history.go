@@ -53,6 +53,9 @@ type ClaimRec struct {
 	Epoch int
 	// At is when the handler started (real time), for the reports.
 	At time.Time
+	// Short is set for a job handed out in short-job mode (under its lane
+	// lease, its attempt not counted), not claimed with a lease of its own.
+	Short bool
 }
 
 // RunRec is one run of a handler.
