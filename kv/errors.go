@@ -12,8 +12,8 @@ import (
 // errors also match the binding's fdb.Error).
 //
 // A commit whose outcome is unknown is surfaced two ways. Codes 1021
-// (commit_unknown_result) and 1039 (cluster_version_changed) are always
-// maybe-committed. Codes 1025 (transaction_cancelled) and 1031
+// (commit_unknown_result), 1022 (commit_unknown_result_fatal) and 1039
+// (cluster_version_changed) are always maybe-committed. Codes 1025 (transaction_cancelled) and 1031
 // (transaction_timed_out) are maybe-committed only when they struck while a
 // commit was in flight: engines then set DuringCommit, and IsMaybeCommitted
 // reports true. Callers that must not apply a transaction twice check
@@ -56,11 +56,19 @@ var (
 	ErrProxyTagThrottled    = Error{Code: 1223}
 )
 
+// ErrCommitUnknownResultFatal (1022 commit_unknown_result_fatal) is what FDB
+// 7.3 reports when a commit with an idempotency ID came back unknown and the
+// cluster had already expired the IDs it would have to look in, so the
+// outcome cannot be determined (fdbclient/NativeAPI.actor.cpp,
+// determineCommitStatus). It is not retryable.
+var ErrCommitUnknownResultFatal = Error{Code: 1022}
+
 var errorNames = map[int]string{
 	1007: "transaction_too_old",
 	1009: "future_version",
 	1020: "not_committed",
 	1021: "commit_unknown_result",
+	1022: "commit_unknown_result_fatal",
 	1025: "transaction_cancelled",
 	1031: "transaction_timed_out",
 	1032: "too_many_watches",
@@ -150,9 +158,12 @@ func maybeCommitted(err error, maybe bool) error {
 
 // IsMaybeCommitted reports whether err leaves the transaction's outcome
 // unknown: it may have committed. FDB's fdb_error_predicate
-// MAYBE_COMMITTED holds 1021 and 1039; 1025 and 1031 join them when they
-// struck during a commit; and a retry loop's error is maybe-committed when
-// any of its attempts was (MaybeCommittedError).
+// MAYBE_COMMITTED holds 1021 and 1039; 1022 (commit_unknown_result_fatal,
+// which only a transaction with an idempotency ID can get) is added here
+// although FDB's predicate lacks it, as its outcome is just as unknown; 1025
+// and 1031 join them when they struck during a commit; and a retry loop's
+// error is maybe-committed when any of its attempts was
+// (MaybeCommittedError).
 func IsMaybeCommitted(err error) bool {
 	var m *MaybeCommittedError
 	if errors.As(err, &m) {
@@ -163,7 +174,7 @@ func IsMaybeCommitted(err error) bool {
 		return false
 	}
 	switch e.Code {
-	case 1021, 1039:
+	case 1021, 1022, 1039:
 		return true
 	case 1025, 1031:
 		return e.DuringCommit

@@ -12,6 +12,11 @@ import (
 // drawn per commit attempt that carries writes; read-only commits are never
 // faulted, as FDB sends them nowhere. The probabilities add up: one draw
 // picks at most one fault.
+//
+// A transaction with SetAutomaticIdempotency sees the two 1021 faults as
+// FDB 7.3's client resolves them (see resolveUnknown): the applied one as a
+// successful commit, the dropped one as 1007. The timeouts and
+// cancellations striking a commit in flight stay unknown with it, as in FDB.
 type Faults struct {
 	// Seed makes the sequence of faults reproducible.
 	Seed uint64
@@ -225,6 +230,31 @@ type faultyTx struct {
 	// dead is the code of an injected timeout or cancellation: the
 	// transaction is over until Reset, as FDB's is.
 	dead int
+	// idempotent is set by SetAutomaticIdempotency and, like the option in
+	// the kv contract, survives OnError and Reset.
+	idempotent bool
+	// resolved is set when this attempt's commit came back unknown, was
+	// resolved as committed, and so has no committed version to report.
+	resolved bool
+}
+
+// Options returns the options of the wrapped transaction, watching for
+// SetAutomaticIdempotency.
+func (t *faultyTx) Options() TransactionOptions {
+	return faultyOptions{TransactionOptions: t.Transaction.Options(), t: t}
+}
+
+type faultyOptions struct {
+	TransactionOptions
+	t *faultyTx
+}
+
+func (o faultyOptions) SetAutomaticIdempotency() error {
+	if err := o.TransactionOptions.SetAutomaticIdempotency(); err != nil {
+		return err
+	}
+	o.t.idempotent = true
+	return nil
 }
 
 func (t *faultyTx) Set(key, value []byte) { t.writes = true; t.Transaction.Set(key, value) }
@@ -269,10 +299,10 @@ func (t *faultyTx) Commit() error {
 			return err
 		}
 		t.db.unknownCommitted.Add(1)
-		return ErrCommitUnknownResult
+		return t.resolveUnknown(true)
 	case faultUnknownNotCommitted:
 		t.db.unknownNotCommitted.Add(1)
-		return ErrCommitUnknownResult
+		return t.resolveUnknown(false)
 	case faultConflict:
 		t.db.conflicts.Add(1)
 		return ErrNotCommitted
@@ -288,6 +318,44 @@ func (t *faultyTx) Commit() error {
 		t.db.slow.Add(1)
 	}
 	return t.Transaction.Commit()
+}
+
+// resolveUnknown is what Commit returns for a commit whose reply was lost
+// (1021), applied or not. Without automatic idempotency that is 1021. With
+// it, FDB 7.3's client (fdbclient/NativeAPI.actor.cpp, release-7.3 at
+// e906cb0e) does not report the loss: tryCommit catches 1021 and
+// request_maybe_delivered (:6937), commits a dummy transaction on the
+// attempt's own conflict key \xff/SC/<id> so that the lost commit can no
+// longer land (:6955; the key is added at :7052), then determineCommitStatus
+// (:6552) reads the IDs the commit proxies stored under \xff\x02/idmp/ for
+// the versions the commit could have taken. Found: Commit succeeds (:6963,
+// setting only the versionstamp, so GetCommittedVersion stays -1; strictly,
+// it keeps whatever an earlier commit of the same transaction left, since
+// TransactionState::cloneAndReset copies it, :3736). Not
+// found: it throws transaction_too_old, 1007, retryable and not committed
+// (:6972), not 1020. Nothing else is resolved: 1039 comes from the
+// multi-version client above this code, and a 1031 or 1025 fails the RYW
+// commit's race with its reset promise (ReadYourWrites.actor.cpp:1405)
+// before the lookup ends; fdb.options:311 warns of both.
+func (t *faultyTx) resolveUnknown(applied bool) error {
+	switch {
+	case !t.idempotent:
+		return ErrCommitUnknownResult
+	case applied:
+		t.resolved = true
+		return nil
+	default:
+		return ErrTransactionTooOld
+	}
+}
+
+// GetCommittedVersion reports -1 after a commit resolved as committed, as
+// FDB does.
+func (t *faultyTx) GetCommittedVersion() (int64, error) {
+	if t.resolved {
+		return -1, nil
+	}
+	return t.Transaction.GetCommittedVersion()
 }
 
 // strike ends the transaction with a timeout or cancellation that struck
@@ -317,11 +385,11 @@ func (t *faultyTx) OnError(err error) error {
 	if rerr := t.Transaction.OnError(err); rerr != nil {
 		return rerr
 	}
-	t.writes = false
+	t.writes, t.resolved = false, false
 	return nil
 }
 
 func (t *faultyTx) Reset() {
 	t.Transaction.Reset()
-	t.writes, t.dead = false, 0
+	t.writes, t.dead, t.resolved = false, 0, false
 }

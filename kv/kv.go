@@ -172,7 +172,9 @@ type Transaction interface {
 	GetApproximateSize() Future[int64]
 
 	// Options returns the transaction's option setter. Options survive
-	// OnError resets, as in FDB (API version 610 and later).
+	// OnError resets on every engine. FDB itself keeps only those marked
+	// persistent in fdb.options (timeout, retry limit, max retry delay, from
+	// API version 610) and drops the rest; the FDB adapter sets them again.
 	Options() TransactionOptions
 
 	// Commit commits the transaction. A nil error means it committed.
@@ -211,6 +213,28 @@ type TransactionOptions interface {
 	SetTag(tag string) error
 	// SetAutoThrottleTag adds a tag that the cluster may throttle on its own.
 	SetAutoThrottleTag(tag string) error
+	// SetAutomaticIdempotency gives each commit attempt a random 16-byte
+	// idempotency ID (FDB 7.3 option automatic_idempotency, 505), so that a
+	// commit whose outcome the client lost is resolved before Commit
+	// returns: the client waits until the attempt can no longer be in
+	// flight, then looks its ID up in the cluster's system keyspace. If it
+	// committed, Commit returns nil; if not, Commit returns 1007
+	// transaction_too_old, retryable and certainly not committed. So 1021
+	// commit_unknown_result no longer reaches the caller, and a retry loop
+	// never runs fn again after an attempt that committed.
+	//
+	// It does not resolve everything: a 1031 timeout or 1025 cancellation
+	// that strikes the commit in flight, and 1039 from the multi-version
+	// client, still leave the outcome unknown (IsMaybeCommitted), and an ID
+	// expired from the cluster before the lookup gives 1022
+	// commit_unknown_result_fatal. After a commit resolved this way
+	// GetCommittedVersion reports -1 (FDB sets only the versionstamp). FDB
+	// 7.3 marks the option "in development and not ready for general use".
+	//
+	// Like every option of this contract it survives OnError and Reset (FDB
+	// itself drops it on both; the FDB adapter sets it again). See
+	// docs/design.md, "Idempotent enqueue".
+	SetAutomaticIdempotency() error
 }
 
 // Database runs transactions.

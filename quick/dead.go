@@ -169,6 +169,12 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 		return err
 	}
 	if v == nil {
+		if mine {
+			// A zones dead letter's record goes when it is requeued.
+			if ok, err := q.zoneRequeuedAt(tr, id, now.UnixMilli()); err != nil || ok {
+				return err
+			}
+		}
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	var rec record
@@ -183,6 +189,9 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 	}
 	if rec.Quarantined {
 		return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
+	}
+	if rec.Flags&flagZones != 0 {
+		return q.requeueZoneTx(tr, id, &rec, now)
 	}
 	ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
 	if err != nil {
@@ -273,12 +282,15 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 }
 
 // PurgeMarkers deletes the enqueue markers older than the idempotency
-// window. Markers sort by the time in their version 7 ID, so this is one
-// range clear with no read; any worker runs it now and then.
+// window, of both layouts (S(1,"m",id) and the zones layout's S(2,"m",id)).
+// Markers sort by the time in their version 7 ID, so this is one range
+// clear per layout with no read; any worker runs it now and then.
 func (q *Queue) PurgeMarkers(ctx context.Context) error {
-	cut := q.k.markKey(idFloor(q.Now().Add(-q.opts.IdempotencyWindow)))
+	floor := idFloor(q.Now().Add(-q.opts.IdempotencyWindow))
+	cut, zcut := q.k.markKey(floor), q.zk.markKey(floor)
 	return q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 		tr.ClearRange(kv.KeyRange{Begin: rangeOf(q.k.mark).Begin, End: cut})
+		tr.ClearRange(kv.KeyRange{Begin: rangeOf(q.zk.mark).Begin, End: zcut})
 		return nil
 	})
 }

@@ -128,6 +128,10 @@ func (q *Queue) checkID(now time.Time, id ID) error {
 // key is set; writes S(1,"s",...), S(1,"j",id), S(1,"m",id), and
 // S(1,"u",type,key) for unique jobs. Until this process has seen a task
 // type registered it also reads S(1,"t",type) (snapshot) and sets it.
+// With LayoutZones the jobs go to their zones instead (zenqueue.go): one
+// key per job, one marker S(2,"m",id) per call named by its first job
+// given an ID; a call whose marker is stored returns those jobs as
+// duplicates.
 func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error) {
 	now := q.Now()
 	prepared := make([]job, len(jobs))
@@ -137,6 +141,9 @@ func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error)
 			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
 		}
 		prepared[i] = j
+	}
+	if q.opts.Layout == LayoutZones {
+		return q.zenqueueTxCall(tr, now, jobs, prepared)
 	}
 	return q.enqueueTx(tr, now, prepared, nil)
 }
@@ -283,6 +290,9 @@ func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error)
 			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
 		}
 		prepared[i] = j
+	}
+	if q.opts.Layout == LayoutZones {
+		return q.zenqueue(ctx, now, prepared)
 	}
 	var out []Enqueued
 	for start := 0; start < len(prepared); {

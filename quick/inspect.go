@@ -74,6 +74,10 @@ type JobInfo struct {
 	HasCheckpoint bool
 	// Waitable says the job's outcome will be recorded (NewJob.Waitable).
 	Waitable bool
+
+	// zl is set for a zones-layout job (zlookup.go): where its key is, for
+	// Cancel and RunNow.
+	zl *zoneRef
 }
 
 func stateOf(sv schedValue, vestMs, nowMs int64) State {
@@ -93,6 +97,12 @@ func stateOf(sv schedValue, vestMs, nowMs int64) State {
 // schedule key where the record placed the job and, for a job claimed
 // since, where the lease index says its lease is. See docs/design.md,
 // "Lookup by ID".
+//
+// A zones-layout job is found through its lookup index entry S(2,"i",id)
+// (Trackable task types only; read in the first round trip when the queue's
+// Layout is LayoutZones, else in a second one once the schema-1 keys are
+// missing), then its job key and payload blob at once. An ID found nowhere
+// is ErrNotTrackable (which wraps ErrNotFound) on a zones queue.
 func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, error) {
 	var info JobInfo
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -109,6 +119,12 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
 	lf := rt.Get(q.k.leaseKey(id))
+	// A zones queue reads the lookup index in the same round trip; a lanes
+	// queue only once the schema-1 keys are missing.
+	var zf kv.Future[[]byte]
+	if q.opts.Layout == LayoutZones {
+		zf = rt.Get(q.zk.indexKey(id))
+	}
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -121,7 +137,14 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		if mv != nil {
 			return JobInfo{ID: id, State: StateFinished}, nil, nil
 		}
-		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		if zf == nil {
+			zf = rt.Get(q.zk.indexKey(id))
+		}
+		zv, err := zf.Get()
+		if err != nil {
+			return JobInfo{}, nil, err
+		}
+		return q.lookupZone(rt, id, zv)
 	}
 	var rec record
 	if err := rec.unmarshal(rv); err != nil {
@@ -135,6 +158,7 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	if rec.State == stateDead {
 		info.State = StateDead
 		info.DeadAt = time.UnixMilli(rec.DeadAtMs)
+		info.zl = q.deadZoneRef(&rec)
 		return info, nil, nil
 	}
 	lv, err := lf.Get()
@@ -223,6 +247,9 @@ func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
 	if info.State == StateFinished {
 		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
 	}
+	if info.zl != nil && !info.zl.dead {
+		return q.cancelZoneTx(tr, info, key)
+	}
 	// Conflict with a claim or ack that moves the key meanwhile.
 	if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
 		return err
@@ -245,6 +272,9 @@ func (q *Queue) forget(tr kv.Transaction, info JobInfo) {
 	tr.Clear(q.k.jobKey(info.ID))
 	tr.Clear(q.k.ckptKey(info.ID))
 	tr.Clear(q.k.leaseKey(info.ID))
+	if info.zl != nil {
+		q.forgetZone(tr, info)
+	}
 	if info.State == StateDead {
 		tr.Clear(q.k.deadKey(info.TaskType, info.DeadAt.UnixMilli(), info.ID))
 		tr.Add(q.k.deadCountKey(info.TaskType), le64(-1))

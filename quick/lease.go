@@ -49,13 +49,7 @@ type Lease struct {
 // The token stays unexported; worker and the internal tools read it
 // through internal/leasetoken.
 func init() {
-	leasetoken.Of = func(a any) uint64 {
-		l := a.(Lease)
-		if l.zl != nil {
-			return l.zl.v.Token
-		}
-		return l.sv.Token
-	}
+	leasetoken.Of = func(a any) uint64 { return a.(Lease).token() }
 }
 
 // Lane returns the lane the job's schedule key is in now.
@@ -198,6 +192,10 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 // when that attempt may have committed: a lost lease there may be this
 // call's own earlier commit, which ackApplied recognises.
 func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
+	if hasZones(acks) {
+		// Leases of the zones layout (zlease.go).
+		return q.ackMixed(tr, acks, prevApplied)
+	}
 	scheds := make([]kv.Future[[]byte], len(acks))
 	for i, a := range acks {
 		scheds[i] = leaseRead(tr).Get(a.Lease.key)
@@ -282,7 +280,7 @@ func (q *Queue) ackApplied(tr kv.Transaction, a plannedAck, recF kv.Future[[]byt
 }
 
 func (q *Queue) checkAck(a Ack) error {
-	if a.Lease.key == nil {
+	if a.Lease.key == nil && a.Lease.zl == nil {
 		return fmt.Errorf("%w: the lease was not returned by Claim", ErrInvalidOption)
 	}
 	switch a.Kind {
@@ -511,6 +509,9 @@ func ackSplit(acks []plannedAck, start int) int {
 // record, the record. A record holds what the lease holds (the payload
 // never changes after enqueue) plus the error text.
 func ackCost(a plannedAck) int {
+	if a.Lease.zl != nil {
+		return zackCost(a)
+	}
 	n := 256 + 8*len(a.Lease.key)
 	if a.Kind == AckComplete {
 		return n
@@ -607,6 +608,9 @@ func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, er
 func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
 	if err := q.checkLease(d); err != nil {
 		return nil, nil, err
+	}
+	if hasZoneLeases(ls) {
+		return q.extendMixed(ctx, ls, d)
 	}
 	out := make([]Lease, len(ls))
 	errs := make([]error, len(ls))
@@ -710,6 +714,9 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	}
 	if err := q.checkLease(d); err != nil {
 		return l, err
+	}
+	if l.zl != nil {
+		return q.zcheckpoint(ctx, l, state, d)
 	}
 	var out Lease
 	deadline := q.Now().Add(d)

@@ -2,14 +2,426 @@ package quick
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
 )
+
+// Claims from the zones layout (zone.go has the design).
+//
+// A claim takes one lane from the task type's pointer index (acquire: peek
+// at the first few vested pointers, pick one at random, lease it), reads
+// the first Max+1+zclaimAllowance keys of that lane in vesting order, takes
+// the vested ones with per-job leases (clear the key, set it again at
+// now+Lease with a new token), and hands the lane back with its next
+// vesting time in the same transaction. It reads what it takes: about one
+// job key per job taken, plus the peeked pointers and their lane states
+// (at most 2×Peek, shared by the batch), whatever the backlog.
+
+// zclaimAllowance is how many keys a lane read takes beyond Max+1, so that
+// a few exhausted or corrupt entries met on the way (dead-lettered or
+// quarantined, without a slot) do not shrink the batch.
+const zclaimAllowance = 3
 
 // ClaimZone leases up to opts.Max vested jobs of a task type from the zones
 // layout: it takes a lane from the pointer index (or continues on
 // opts.Pointer), takes that lane's vested jobs with per-job leases, and
 // hands the lane back with its next vesting time unless opts.Keep holds it.
-// STUB: replaced by the zones-claim branch.
+//
+// A lane holds jobs of one priority: acquire takes High lanes before
+// Normal before Low, and within a lane the longest vested job comes first. A job whose attempts were all spent by holders
+// that vanished is dead-lettered instead (and the task type's
+// DeadLetterHook runs in the claim's transaction); an entry that does not
+// decode is quarantined (S (1, "x", ...)) and never blocks the jobs behind
+// it. A lane leased in short-job mode (TaskTypeOptions.ShortJobs, not
+// Lapsed) is worked by takeShort instead.
+//
+// The result: Jobs taken; More when the lane still has vested jobs (come
+// back at once); Pointer when Keep held the lane (pass it as
+// opts.Pointer); NextVest, when no job was taken, the vesting time of the
+// earliest pointer seen (sleep until then), or now when the lane taken or
+// the pointers cleared as stale yielded nothing but another look may find
+// work; zero when the index holds no pointer.
+//
+// Keys: acquire's (snapshot range reads of S (2, "p", type, prio) limited
+// to Peek, snapshot reads of the vested candidates' lane states, a
+// read-conflict key on the chosen lane state, writes of it and its
+// pointer) or, with opts.Pointer, a read of its lane state; a snapshot
+// range read of Z (0, prio, lane) of at most Max+1+zclaimAllowance keys
+// and a snapshot read of Z (2); snapshot reads of Z (3, id) and Z (4, id)
+// for jobs whose payload or checkpoint is not inline; per job taken a
+// read-conflict key, a clear and a set of its key (and S (2, "i", id) when
+// trackable); a read-conflict range over the lane before its next vesting
+// time, and the lane state and pointer written or cleared (releaseLane).
 func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaimed, error) {
-	return ZoneClaimed{}, errors.New("quick: ClaimZone is not built yet")
+	opts, err := q.zclaimDefaults(opts)
+	if err != nil {
+		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+	}
+	var res ZoneClaimed
+	now := q.Now()
+	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+		if err := setClaimOptions(tr, opts.ClaimOptions); err != nil {
+			return err
+		}
+		// An earlier attempt may have committed: its dead letters are
+		// then gone from the lane, and its leases are this claim's.
+		var carried []ID
+		if maybeCommitted {
+			var err error
+			if carried, err = q.deadAt(tr, res.deadIDs, now); err != nil {
+				return err
+			}
+			if len(res.Jobs) > 0 {
+				mine, err := q.zstillHeld(tr, res.Jobs)
+				if err != nil {
+					return err
+				}
+				if len(mine) > 0 {
+					res.Jobs, res.deadIDs, res.DeadLettered = mine, carried, len(carried)
+					return nil
+				}
+			}
+		}
+		r, err := q.claimZoneTx(tr, opts, now)
+		if err != nil {
+			if maybeCommitted && opts.Pointer != nil && IsPointerLost(err) {
+				// The earlier attempt handed the lane back; it took
+				// nothing still held.
+				res = ZoneClaimed{Claimed: Claimed{deadIDs: carried, DeadLettered: len(carried)}}
+				return nil
+			}
+			return err
+		}
+		r.deadIDs = append(r.deadIDs, carried...)
+		r.DeadLettered = len(r.deadIDs)
+		res = r
+		return nil
+	})
+	if err != nil {
+		if kv.IsMaybeCommitted(err) {
+			q.releaseZoneUnknown(ctx, res, opts.Timeout)
+		}
+		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+	}
+	return res, nil
+}
+
+// releaseZoneUnknown hands back what a claim whose outcome is unknown may
+// have taken (see releaseUnknown): its leases, and the lane it kept.
+// Where the claim did not commit the token checks fail and nothing
+// changes.
+func (q *Queue) releaseZoneUnknown(ctx context.Context, res ZoneClaimed, timeout time.Duration) {
+	if len(res.Jobs) > 0 {
+		q.releaseUnknown(ctx, res.Jobs, timeout)
+	}
+	if res.Pointer != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		if err := q.ReleasePointer(rctx, *res.Pointer); err != nil && !IsPointerLost(err) {
+			q.opts.Logger.Warn("quick: could not hand back the lane of a claim whose outcome is unknown; it returns when its lease lapses",
+				"lane", res.Pointer.lane.String(), "err", err)
+		}
+	}
+}
+
+// zclaimDefaults fills in ClaimZone's defaults as claimDefaults does
+// (Lanes and ScanLimit do not apply) and checks opts.Pointer.
+func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
+	co := o.ClaimOptions
+	co.Lanes, co.ScanLimit = []int{}, 1
+	co, err := q.claimDefaults(co)
+	if err != nil {
+		return o, err
+	}
+	co.Lanes, co.ScanLimit = nil, 0
+	o.ClaimOptions = co
+	if o.Peek < 0 {
+		return o, fmt.Errorf("%w: negative Peek %d", ErrInvalidOption, o.Peek)
+	}
+	if o.Peek == 0 {
+		o.Peek = defaultPeek
+	}
+	if p := o.Pointer; p != nil {
+		if p.token == 0 || p.lane.z.space.Bytes() == nil {
+			return o, fmt.Errorf("%w: the Pointer was not returned by ClaimZone", ErrInvalidOption)
+		}
+		if p.TaskType != o.TaskType {
+			return o, fmt.Errorf("%w: the Pointer is a lane of %q, not %q", ErrInvalidOption, p.TaskType, o.TaskType)
+		}
+	}
+	return o, nil
+}
+
+// zstillHeld returns the zones leases whose keys hold their tokens.
+func (q *Queue) zstillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
+	fs := make([]kv.Future[[]byte], len(ls))
+	for i, l := range ls {
+		fs[i] = tr.Get(l.zl.lane.jobKey(l.zl.vestMs, l.ID))
+	}
+	var out []Lease
+	for i, f := range fs {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		var jv zjobValue
+		if v != nil && jv.unmarshal(v) == nil && jv.Token == ls[i].zl.v.Token {
+			out = append(out, ls[i])
+		}
+	}
+	return out, nil
+}
+
+// claimZoneTx is one attempt of ClaimZone.
+func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.Time) (ZoneClaimed, error) {
+	var res ZoneClaimed
+	var p PointerLease
+	if opts.Pointer != nil {
+		p = *opts.Pointer
+		s, err := q.checkHold(tr, &p)
+		if err != nil {
+			return res, err
+		}
+		// The lane stays this worker's for another PointerLease.
+		old := s.PtrMs
+		deadline := now.Add(q.opts.PointerLease).Truncate(time.Millisecond)
+		s.PtrMs = deadline.UnixMilli()
+		q.movePointer(tr, p.lane, old, s)
+		p.Deadline = deadline
+	} else {
+		short := q.opts.TaskTypes[opts.TaskType].ShortJobs
+		var found bool
+		var nextMs int64
+		var err error
+		p, found, nextMs, err = q.acquire(tr, opts.TaskType, opts.Holder, opts.Peek, q.opts.PointerLease, short, now)
+		if err != nil {
+			return res, err
+		}
+		if !found {
+			if nextMs > 0 {
+				res.NextVest = time.UnixMilli(nextMs)
+			}
+			return res, nil
+		}
+	}
+	var err error
+	if p.Short && !p.Lapsed {
+		err = q.takeShort(tr, opts, &p, now, &res)
+	} else {
+		err = q.claimLane(tr, opts, &p, now, &res)
+	}
+	if err == nil && res.Pointer != nil {
+		// The claim keeps the lane: write the lease acquire took.
+		q.saveHold(tr, res.Pointer)
+	}
+	return res, err
+}
+
+// zcand is a vested job a lane read met.
+type zcand struct {
+	key []byte
+	jk  zjobKey
+	v   zjobValue
+	pf  kv.Future[[]byte] // Z (3, id), for a payload not inline
+	cf  kv.Future[[]byte] // Z (4, id), for a checkpoint not inline
+}
+
+// claimLane takes the vested jobs of the lane p holds with per-job leases,
+// dead-letters the exhausted ones, quarantines what does not decode, and
+// hands the lane back (or keeps it: opts.Keep and More).
+func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
+	l := p.lane
+	nowMs := now.UnixMilli()
+	snap := tr.Snapshot()
+	limit := opts.Max + 1 + zclaimAllowance
+	rr := snap.GetRange(l.laneRange(), kv.RangeOptions{Limit: limit})
+	metaF := snap.Get(l.z.metaKey())
+	kvs, err := rr.GetSliceWithError()
+	if err != nil {
+		return err
+	}
+	var (
+		cands      []zcand
+		bad        []corruptEntry
+		runnable   int
+		future     = int64(-1) // vesting time of the first future key
+		leftVested bool        // a vested job was left for the next claim
+	)
+	for _, kvp := range kvs {
+		jk, perr := l.z.parseJobKey(kvp.Key)
+		if perr != nil {
+			bad = append(bad, corruptEntry{key: kvp.Key, value: kvp.Value, err: perr})
+			continue
+		}
+		if jk.VestMs > nowMs {
+			future = jk.VestMs
+			break
+		}
+		if runnable == opts.Max {
+			leftVested = true
+			break
+		}
+		var v zjobValue
+		if derr := v.unmarshal(kvp.Value); derr != nil {
+			bad = append(bad, corruptEntry{key: kvp.Key, value: kvp.Value, err: derr})
+			continue
+		}
+		if !v.exhausted() {
+			runnable++
+		}
+		c := zcand{key: kvp.Key, jk: jk, v: v}
+		if v.Flags&flagBlob != 0 {
+			c.pf = snap.Get(l.z.blobKey(jk.ID))
+		}
+		if v.hasCheckpoint() && v.Flags&flagCkptBlob != 0 {
+			c.cf = snap.Get(l.z.ckptKey(jk.ID))
+		}
+		cands = append(cands, c)
+	}
+	// A full read that saw no future key and left nothing behind has not
+	// seen the lane's end.
+	if len(kvs) == limit && future < 0 && !leftVested {
+		leftVested = true
+	}
+	b := claimBudget{max: opts.MaxBytes}
+	deadline := now.Add(opts.Lease)
+	leaseMs := deadline.UnixMilli()
+	var taken []zjobKey
+	for _, c := range cands {
+		ok, err := q.takeZoneJob(tr, opts, l, now, deadline, c, &b, res)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			leftVested = true
+			break
+		}
+		if c.v.exhausted() {
+			continue
+		}
+		taken = append(taken, c.jk)
+	}
+	for _, e := range bad {
+		if !b.fits(2*len(e.key)+len(e.value)+quarantineOverhead, true) {
+			leftVested = true
+			break
+		}
+		if err := q.conflictOn(tr, e.key); err != nil {
+			return err
+		}
+		q.quarantineRaw(tr, now, e.key, e.value, e.err)
+	}
+	res.More = leftVested
+	if len(res.Jobs) == 0 && !res.More {
+		// The lane's pointer vested before its jobs (a lease renewed or a
+		// job moved later): other lanes may have work, look again now.
+		res.NextVest = now
+	}
+	if res.More {
+		if err := q.growZone(tr, l, metaF, taken, nowMs); err != nil {
+			return err
+		}
+	}
+	if opts.Keep && res.More {
+		kept := *p
+		res.Pointer = &kept
+		return nil
+	}
+	next := int64(-1)
+	switch {
+	case res.More:
+		next = nowMs
+	case future >= 0 && len(taken) > 0:
+		next = min(future, leaseMs)
+	case future >= 0:
+		next = future
+	case len(taken) > 0:
+		next = leaseMs
+	}
+	var readBefore []byte
+	if next >= 0 {
+		readBefore = l.jobKey(next, ID{})
+	}
+	return q.releaseLane(tr, p, next, readBefore)
+}
+
+// takeZoneJob leases one vested job (or dead-letters it when its attempts
+// are spent), within the budget; false when it did not fit.
+func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, now, deadline time.Time, c zcand, b *claimBudget, res *ZoneClaimed) (bool, error) {
+	payload, ckpt := c.v.Payload, c.v.Checkpoint
+	var err error
+	if c.pf != nil {
+		if payload, err = c.pf.Get(); err != nil {
+			return false, err
+		}
+	}
+	if c.cf != nil {
+		if ckpt, err = c.cf.Get(); err != nil {
+			return false, err
+		}
+	}
+	id := c.jk.ID
+	if c.v.exhausted() {
+		if !b.fits(len(payload)+len(ckpt)+len(c.key)+deadLetterOverhead, true) {
+			return false, nil
+		}
+		if err := q.conflictOn(tr, c.key); err != nil {
+			return false, err
+		}
+		reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.v.MaxAttempts)
+		payload = clone(payload)
+		if err := q.zoneDeadLetterTx(tr, now, l, c.key, c.jk, c.v, reason); err != nil {
+			return false, err
+		}
+		if err := q.runDeadHook(tr, l.z.taskType, id, payload, reason); err != nil {
+			return false, err
+		}
+		res.deadIDs = append(res.deadIDs, id)
+		return true, nil
+	}
+	if !b.fits(len(payload)+len(ckpt), false) {
+		return false, nil
+	}
+	if err := q.conflictOn(tr, c.key); err != nil {
+		return false, err
+	}
+	// The value aliases the read's buffer: the lease gets its own copies.
+	payload, ckpt = clone(payload), clone(ckpt)
+	v := c.v
+	if v.Flags&flagBlob == 0 {
+		v.Payload = payload
+	}
+	if v.Flags&flagCkptBlob == 0 {
+		v.Checkpoint = ckpt
+	}
+	v.Attempt++
+	v.Token = newToken()
+	v.Holder = opts.Holder
+	v.LeasedAtMs = now.UnixMilli()
+	vestMs := deadline.UnixMilli()
+	tr.Clear(c.key)
+	tr.Set(l.jobKey(vestMs, id), v.marshal())
+	q.indexSet(tr, l, vestMs, id, v.Flags)
+	created := v.CreatedAtMs
+	if created == 0 {
+		created = id.Time().UnixMilli()
+	}
+	res.Jobs = append(res.Jobs, Lease{
+		ID: id, TaskType: l.z.taskType, Priority: l.prio, ItemSpace: l.z.itemSpace,
+		Payload: payload, Checkpoint: ckpt, Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts),
+		CreatedAt: time.UnixMilli(created), VestedAt: time.UnixMilli(c.jk.VestMs),
+		Deadline: deadline.Truncate(time.Millisecond), Holder: opts.Holder, LastError: v.LastError,
+		lane: l.lane, zl: &zoneLease{lane: l, vestMs: vestMs, v: v},
+	})
+	return true, nil
+}
+
+// clone copies b (nil stays nil).
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }

@@ -24,7 +24,8 @@ import (
 // The invariant every operation keeps: a lane that holds any job key has a
 // lane state Z (1, prio, lane) and one pointer at the lane state's PtrMs;
 // while the lane is not leased that pointer vests no later than the lane's
-// earliest key. A write that places a job key (enqueue, fail, snooze,
+// earliest key, or has already vested (a lane handed back with vested jobs
+// left goes behind the other vested pointers, at the hand-back's time). A write that places a job key (enqueue, fail, snooze,
 // release, requeue, run-now) goes through cover, which reads the lane state
 // serializably; a worker that hands a lane back reads the lane's keys before
 // the new vesting time serializably. So an enqueue racing the removal of
@@ -59,6 +60,13 @@ type PointerLease struct {
 	lane   laneRef
 	token  uint64
 	cursor []byte // short-job mode: the last job key handed out
+	// unsaved is set between acquire and the end of the claim's
+	// transaction: the lease is not written yet, and the pointer is still
+	// at fromMs. A claim that hands the lane back in the same transaction
+	// so writes the lane state and the pointer once, not twice (saveHold
+	// writes the lease when the claim keeps the lane).
+	unsaved bool
+	fromMs  int64
 }
 
 // ZoneClaimOptions shape one claim from the zones layout.

@@ -127,16 +127,17 @@ const defaultPeek = 8
 // acquire takes a lane from a task type's pointer index: it reads the first
 // peek pointers of each priority, and among the vested ones of the highest
 // priority that has any, picks one at random, checks it against its lane
-// state and leases it until now+hold. found is false when no pointer was
+// state and leases it until now+hold. The lease is not written yet
+// (PointerLease.unsaved): the caller either hands the lane back in the same
+// transaction (releaseLane, one write of the lane state and pointer) or
+// keeps it (saveHold). found is false when no pointer was
 // vested (or every vested one was stale, and cleared); nextMs is then when
 // the earliest pointer seen vests (nowMs when stale ones were cleared and
 // the caller should look again, 0 when the index is empty).
 //
 // Keys: snapshot range reads of S (2, "p", type, prio) (limit peek) for the
-// three priorities; snapshot reads of the lane states of the vested
-// candidates; a read-conflict key on the chosen lane's state (and on the
-// states of stale pointers it clears); writes the lane state and moves the
-// pointer.
+// three priorities; a read of the picked lane's state with a read-conflict
+// key on it (and likewise for each stale pointer it meets and clears).
 func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
@@ -175,17 +176,16 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 		}
 	}
 	for _, vested := range entries {
-		if len(vested) == 0 {
-			continue
-		}
-		states := make([]kv.Future[[]byte], len(vested))
-		for i, e := range vested {
-			states[i] = snap.Get(e.lane().stateKey())
-		}
-		var valid []int
-		var olds []laneState
-		for i, e := range vested {
-			v, err := states[i].Get()
+		// Pick at random; read only the picked lane's state, and pick
+		// again (a round trip each) only when a pointer turns out stale,
+		// which is rare: a claim so reads one lane state, not K.
+		for len(vested) > 0 {
+			i := rand.IntN(len(vested))
+			e := vested[i]
+			vested[i] = vested[len(vested)-1]
+			vested = vested[:len(vested)-1]
+			l := e.lane()
+			v, err := snap.Get(l.stateKey()).Get()
 			if err != nil {
 				return PointerLease{}, false, 0, err
 			}
@@ -193,43 +193,40 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 			// pointer (the lane may hold jobs; if not, the claim finds it
 			// empty and removes both). A lane state that names another
 			// pointer makes this one stale.
-			s := laneState{PtrMs: e.PtrMs}
+			old := laneState{PtrMs: e.PtrMs}
 			if v != nil {
 				var got laneState
 				if got.unmarshal(v) == nil {
-					s = got
+					old = got
 				}
 			}
-			if s.PtrMs != e.PtrMs {
-				if err := tr.AddReadConflictKey(e.lane().stateKey()); err != nil {
-					return PointerLease{}, false, 0, err
-				}
+			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
+				return PointerLease{}, false, 0, err
+			}
+			if old.PtrMs != e.PtrMs {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				continue
 			}
-			valid = append(valid, i)
-			olds = append(olds, s)
+			deadline := now.Add(hold).Truncate(time.Millisecond)
+			return PointerLease{
+				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
+				Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
+				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs,
+			}, true, 0, nil
 		}
-		if len(valid) == 0 {
-			continue
-		}
-		pick := rand.IntN(len(valid))
-		e, old := vested[valid[pick]], olds[pick]
-		l := e.lane()
-		if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
-			return PointerLease{}, false, 0, err
-		}
-		deadline := now.Add(hold).Truncate(time.Millisecond)
-		s := laneState{PtrMs: deadline.UnixMilli(), Token: newToken(), Holder: holder, Short: short}
-		q.movePointer(tr, l, e.PtrMs, s)
-		return PointerLease{
-			TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
-			Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
-			lane: l, token: s.Token,
-		}, true, 0, nil
 	}
 	return PointerLease{}, false, nextMs, nil
+}
+
+// saveHold writes the lease acquire took (the lane state with its token,
+// the pointer at its deadline), when the claim keeps the lane.
+func (q *Queue) saveHold(tr kv.Transaction, p *PointerLease) {
+	if !p.unsaved {
+		return
+	}
+	q.movePointer(tr, p.lane, p.fromMs, laneState{PtrMs: p.Deadline.UnixMilli(), Token: p.token, Holder: p.Holder, Short: p.Short})
+	p.unsaved = false
 }
 
 // checkHold reads p's lane state serializably and returns it, or an error
@@ -267,6 +264,9 @@ func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, re
 		return err
 	}
 	old := p.Deadline.UnixMilli()
+	if p.unsaved {
+		old, p.unsaved = p.fromMs, false
+	}
 	if nextMs < 0 {
 		tr.Clear(q.pointerKeyOf(p.lane, old))
 		tr.Clear(p.lane.stateKey())

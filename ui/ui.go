@@ -150,6 +150,7 @@ func (h *Handler) routes() {
 	m.Handle("GET /static/", http.StripPrefix("/static/", staticHandler()))
 	m.HandleFunc("GET /{$}", h.overview)
 	m.HandleFunc("GET /lanes", h.lanesPage)
+	m.HandleFunc("GET /zones", h.zonesPage)
 	m.HandleFunc("GET /jobs", h.jobsPage)
 	m.HandleFunc("GET /jobs/{id}", h.jobPage)
 	m.HandleFunc("GET /dead", h.deadPage)

@@ -79,6 +79,8 @@ const (
 	flagDirectory   = "directory"
 	flagOutput      = "output"
 	flagLanes       = "lanes"
+	flagLayout      = "layout"
+	flagTrackable   = "trackable"
 )
 
 func newApp(d deps) *cli.App {
@@ -116,6 +118,10 @@ func newApp(d deps) *cli.App {
 			outputFlag(true),
 			&cli.IntFlag{Name: flagLanes, Value: 0, Hidden: true,
 				Usage: "lane count of a queue created by this command (0: 16 for a new queue, the stored count for an existing one, which any other value must match)"},
+			&cli.StringFlag{Name: flagLayout, EnvVars: []string{"QUICK_LAYOUT"},
+				Usage: "where the queue puts new jobs: lanes (schema 1) or zones (a queue per tenant and task type, with a pointer index); `quick lanes` then also shows zones", DefaultText: "lanes"},
+			&cli.StringSliceFlag{Name: flagTrackable,
+				Usage: "task type whose zones jobs keep a lookup index, so jobs show/cancel/run-now find them by ID (repeatable; --layout zones)"},
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {
@@ -127,6 +133,9 @@ func newApp(d deps) *cli.App {
 		},
 		Commands: []*cli.Command{
 			a.lanesCommand(),
+			a.zonesCommand(),
+			a.tenantsCommand(),
+			a.tenantCommand(),
 			a.jobsCommand(),
 			a.enqueueCommand(),
 			a.deadCommand(),
@@ -176,6 +185,29 @@ func globalString(c *cli.Context, name string) string {
 	return ""
 }
 
+// globalStringSlice reads a repeatable flag set anywhere in the context's
+// lineage.
+func globalStringSlice(c *cli.Context, name string) []string {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.StringSlice(name)
+		}
+	}
+	return nil
+}
+
+// layoutOf reads --layout: lanes (the default) or zones.
+func layoutOf(c *cli.Context) (quick.Layout, error) {
+	switch l := globalString(c, flagLayout); l {
+	case "", "lanes":
+		return quick.LayoutLanes, nil
+	case "zones":
+		return quick.LayoutZones, nil
+	default:
+		return 0, fmt.Errorf("invalid --layout %q: want lanes or zones", l)
+	}
+}
+
 // queue opens the database and the queue the global flags name, once per run.
 func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if a.q != nil {
@@ -189,10 +221,23 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	layout, err := layoutOf(c)
+	if err != nil {
+		return nil, err
+	}
+	var types map[string]quick.TaskTypeOptions
+	for _, t := range globalStringSlice(c, flagTrackable) {
+		if types == nil {
+			types = map[string]quick.TaskTypeOptions{}
+		}
+		types[t] = quick.TaskTypeOptions{Trackable: true}
+	}
 	q, err := quick.Open(c.Context, db, space, quick.Options{
-		Lanes:  c.Int(flagLanes),
-		Clock:  a.d.Clock,
-		Logger: slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Lanes:     c.Int(flagLanes),
+		Clock:     a.d.Clock,
+		Logger:    slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Layout:    layout,
+		TaskTypes: types,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the queue under %s: %w", describeSpace(c), err)

@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func TestMain(m *testing.M) {
 	// The CLI reads these through its flags; a developer's shell must not
 	// change what the tests see.
-	for _, v := range []string{"FDB_CLUSTER_FILE", "QUICK_SUBSPACE", "QUICK_DIRECTORY", "QUICK_OUTPUT"} {
+	for _, v := range []string{"FDB_CLUSTER_FILE", "QUICK_SUBSPACE", "QUICK_DIRECTORY", "QUICK_OUTPUT", "QUICK_LAYOUT"} {
 		os.Unsetenv(v)
 	}
 	os.Exit(m.Run())

@@ -19,14 +19,17 @@ const defaultBudget = 1000
 func (a *app) lanesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lanes",
-		Usage: "per task type and lane: ready, leased and scheduled jobs, oldest ready job, load strip",
+		Usage: "per task type and lane: ready, leased and scheduled jobs, oldest ready job, load strip; with --layout zones also the pointer index",
 		Description: "Counts come from bounded scans (quick.LaneCounts): one range read per lane and priority,\n" +
 			"at most --budget keys each. A count shown as ≥N hit the budget and is a lower bound.\n" +
-			"Load is ready + leased jobs per lane; the strip scales it to the busiest lane (· is an empty lane).",
+			"Load is ready + leased jobs per lane; the strip scales it to the busiest lane (· is an empty lane).\n" +
+			"With --layout zones the schema-1 lanes (still drained) are followed by each type's pointer index:\n" +
+			"the first --zones entries, one per lane of a tenant's zone holding jobs (see quick zones, quick tenants).",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
 			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
 			&cli.BoolFlag{Name: "compact", Usage: "one summary line and load strip per type, no per-lane rows"},
+			&cli.IntFlag{Name: "zones", Value: 20, Usage: "with --layout zones: pointer index entries shown per type"},
 			outputFlag(false),
 		}, watchFlags()...),
 		Action: a.lanes,
@@ -67,26 +70,42 @@ func (a *app) lanes(c *cli.Context) error {
 	if err := checkTypes(c.Context, q, c.StringSlice("type")...); err != nil {
 		return err
 	}
+	zones := q.Options().Layout == quick.LayoutZones
+	if zones && c.Int("zones") <= 0 {
+		return fmt.Errorf("invalid --zones %d: want a positive number of entries", c.Int("zones"))
+	}
 	return a.watch(c, "lanes", func(w io.Writer) error {
 		before := a.stats()
 		reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
 		if err != nil {
 			return err
 		}
+		var ptrs []pointerReport
+		if zones {
+			if ptrs, err = pointerReports(c.Context, q, c.StringSlice("type"), c.Int("zones"), ""); err != nil {
+				return err
+			}
+		}
 		cost := a.stats().Sub(before)
 		if f == formatJSON {
-			return writeJSON(w, lanesJSON{Types: reps, Budget: budget, Cost: costOf(cost)})
+			return writeJSON(w, lanesJSON{Types: reps, Zones: ptrs, Budget: budget, Cost: costOf(cost)})
 		}
 		renderLanes(w, reps, a.now(), c.Bool("compact"))
+		if zones {
+			fmt.Fprintln(w)
+			renderPointers(w, ptrs, a.now())
+		}
 		fmt.Fprintf(w, "cost: %d range reads, %d keys read (budget %d keys per range)\n", cost.RangeReads, cost.KeysRead, budget)
 		return nil
 	})
 }
 
 type lanesJSON struct {
-	Types  []laneReport `json:"types"`
-	Budget int          `json:"budget"`
-	Cost   costJSON     `json:"cost"`
+	Types []laneReport `json:"types"`
+	// Zones is each type's first pointer index entries (--layout zones).
+	Zones  []pointerReport `json:"zones,omitempty"`
+	Budget int             `json:"budget"`
+	Cost   costJSON        `json:"cost"`
 }
 
 type costJSON struct {

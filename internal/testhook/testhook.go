@@ -24,3 +24,9 @@ var WorkOne any
 // records, inside a read transaction:
 // func(rt kv.ReadTransaction, q *quick.Queue, taskType string, limit int) ([]quick.JobInfo, bool, error).
 var JobsTx any
+
+// PlaceZone is quick's placing of one job into its zone (the zones
+// layout) by hand, for the CLI's and the console's tests while the zones
+// enqueue is built on another branch:
+// func(ctx context.Context, q *quick.Queue, j quick.NewJob) (quick.ID, error).
+var PlaceZone any

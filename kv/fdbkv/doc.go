@@ -64,6 +64,11 @@
 // through its Options had elapsed); when in doubt it says "maybe committed",
 // the safe answer.
 //
+// Options set through Options are set again after Reset and after an OnError
+// that resets the transaction, as the kv contract keeps them: FDB keeps only
+// the options fdb.options marks persistent (timeout, retry limit, max retry
+// delay) and would drop tags, batch priority and automatic idempotency.
+//
 // Range reads issue their first batch at once (so that several can be in
 // flight), in StreamingModeExact when a limit is set and
 // StreamingModeIterator otherwise; GetSliceWithError then fetches the rest as

@@ -183,6 +183,13 @@ func (t *transaction) OnError(err error) error {
 		t.mu.Lock()
 		t.deferred = nil
 		t.mu.Unlock()
+		// FDB's reset kept only the options marked persistent in
+		// fdb.options (timeout, retry_limit, max_retry_delay: RYW
+		// applyPersistentOptions); it dropped tags, batch priority and
+		// automatic_idempotency (NativeAPI Transaction::resetImpl starts a
+		// new TransactionState and CommitTransactionRequest). The kv
+		// contract keeps them all.
+		t.replayOptions()
 		return nil
 	}
 	var fe fdb.Error
@@ -200,6 +207,16 @@ func (t *transaction) Reset() {
 	t.mu.Lock()
 	t.started = time.Now()
 	t.deferred = nil
+	t.mu.Unlock()
+	t.replayOptions()
+}
+
+// replayOptions sets again the options set through Options, in the order
+// they were set. Setting the timeout again is what FDB's own
+// applyPersistentOptions does: it runs from the transaction's creation or
+// Reset, not from the call.
+func (t *transaction) replayOptions() {
+	t.mu.Lock()
 	replay := t.replay
 	t.mu.Unlock()
 	o := t.tr.Options()
@@ -250,6 +267,16 @@ func (o options) SetTag(tag string) error {
 
 func (o options) SetAutoThrottleTag(tag string) error {
 	return o.set(func(to fdb.TransactionOptions) error { return to.SetAutoThrottleTag(tag) })
+}
+
+// SetAutomaticIdempotency sets FDB 7.3's automatic_idempotency (505). FDB's
+// reset leaves the attempt without an ID, so the replay after Reset and
+// OnError draws a new one for each attempt (NativeAPI.actor.cpp:7402), as
+// the option does in FDB's own retry loop with the database-wide default.
+// The binding has no setter for idempotency_id (504): the option is hidden
+// in fdb.options, and the Go generator skips hidden options.
+func (o options) SetAutomaticIdempotency() error {
+	return o.set(func(to fdb.TransactionOptions) error { return to.SetAutomaticIdempotency() })
 }
 
 // readView implements kv.ReadTransaction over an fdb.ReadTransaction: a

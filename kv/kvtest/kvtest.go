@@ -43,6 +43,7 @@ func Cases() []Case {
 		limitCases(),
 		rangeCases(),
 		retryCases(),
+		idempotencyCases(),
 		txCases(),
 		concurrencyCases(),
 	} {

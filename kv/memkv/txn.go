@@ -21,6 +21,7 @@ type txn struct {
 	retryLimit int64
 	batch      bool
 	tags       []string
+	idempotent bool // SetAutomaticIdempotency: see txnoptions.go
 
 	// Lifetime, restarted by Reset only: the timeout runs from created, so it
 	// bounds a whole retry loop.

@@ -74,3 +74,20 @@ func (o txnOptions) addTag(tag string) error {
 	}
 	return nil
 }
+
+// SetAutomaticIdempotency records FDB 7.3's automatic_idempotency. It
+// changes nothing in the engine, and that is exact: FDB resolves only a
+// commit_unknown_result (1021) with it, and the engine never reports one.
+// The unknown outcomes the engine does produce, a 1031 timeout or 1025
+// cancellation striking a commit in flight (injected latency), FDB leaves
+// unknown with the option too: the RYW layer races the commit against the
+// transaction's reset promise, which the timeout or Cancel fails
+// (fdbclient/ReadYourWrites.actor.cpp:1405, timebomb at :1567), so they
+// return before the idempotency lookup ends. kv.WithFaults, which injects
+// 1021, resolves it as FDB's client does when the option is set.
+func (o txnOptions) SetAutomaticIdempotency() error {
+	o.t.mu.Lock()
+	defer o.t.mu.Unlock()
+	o.t.idempotent = true
+	return nil
+}

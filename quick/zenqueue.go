@@ -1,0 +1,423 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// Enqueue into the zones layout (Options.Layout == LayoutZones).
+//
+// A job is one key, Z (0, prio, lane, vestMs, id), whose value (zjobValue)
+// holds everything a claim needs, payload included up to InlinePayload
+// bytes: enqueue costs one set per job. The lane is laneOfID(id, n), where n
+// is the zone's lane count (zone meta Z (2), read through a snapshot, so
+// that resizing a zone never makes enqueues conflict), and the job keeps
+// that lane for life. Every lane a transaction places a job in is covered
+// (zpointer.go): its lane state is read serializably and a pointer is
+// created or pulled earlier when needed.
+//
+// Idempotency costs one key per enqueue transaction, not per job: the
+// marker S (2, "m", id) named by the transaction's first job, written with
+// the jobs and read by every attempt (serializable). An attempt that finds
+// it knows that the same jobs were committed before (by an earlier attempt
+// of this call that reported commit_unknown_result, or by an earlier call
+// with the same IDs) and writes nothing. PurgeMarkers clears markers older
+// than IdempotencyWindow with one range clear. With
+// Options.AutomaticIdempotency, Enqueue's own transactions set FDB's
+// automatic_idempotency instead and write no marker; an engine without
+// the option falls back to the marker.
+//
+// Unique keys stay where schema 1 keeps them, S (1, "u", type, key), with
+// the job ID as value. A zones job has no record to say whether it is
+// still pending, so its unique key is cleared by the transaction that
+// finishes the job (complete, dead letter, cancel): a unique key whose ID
+// has no record is held by a live zones job; one whose record is a dead
+// letter is free, as in schema 1.
+
+// zenqueueCall is what one attempt of an enqueue transaction needs besides
+// the jobs.
+type zenqueueCall struct {
+	// given[i] is set when job i's ID was fixed before the retry loop (by
+	// the caller, or by Enqueue): only such jobs can be recognised as
+	// committed by a retry.
+	given []bool
+	// noMarker: the transaction uses FDB's automatic idempotency instead.
+	noMarker bool
+	// prev is the outcome of an earlier attempt of this call that may have
+	// committed (nil otherwise), and prevKeys the job keys it wrote.
+	prev     []Enqueued
+	prevKeys [][]byte
+	// wrote collects the job keys this attempt writes.
+	wrote [][]byte
+}
+
+// markerID is the ID that names the call's marker: its first job with a
+// fixed ID. ok is false when no job has one (nothing to recognise).
+func (c *zenqueueCall) markerID(jobs []job) (ID, bool) {
+	for i, j := range jobs {
+		if c.given[i] {
+			return j.ID, true
+		}
+	}
+	return ID{}, false
+}
+
+// zenqueue is Enqueue in the zones layout: batches of about
+// enqueueBatchBytes, each in its own transaction.
+func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]Enqueued, error) {
+	var out []Enqueued
+	for start := 0; start < len(prepared); {
+		end, size := start, 0
+		for end < len(prepared) && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
+			size += jobBytes(prepared[end])
+			end++
+		}
+		batch := prepared[start:end]
+		given := make([]bool, len(batch))
+		for i := range given {
+			given[i] = true // fixed by prepare, before the loop
+		}
+		var res []Enqueued
+		var wrote [][]byte
+		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+			call := zenqueueCall{given: given, noMarker: q.setAutomaticIdempotency(tr)}
+			if maybeCommitted {
+				call.prev, call.prevKeys = res, wrote
+			}
+			r, err := q.zenqueueTx(tr, now, batch, &call)
+			if err != nil {
+				return err
+			}
+			// Kept only from attempts that ran to their commit: one of
+			// them is what a later attempt may find committed.
+			res, wrote = r, call.wrote
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("quick: enqueue: %w", err)
+		}
+		out = append(out, res...)
+		start = end
+	}
+	return out, nil
+}
+
+// setAutomaticIdempotency sets FDB's automatic_idempotency on tr when
+// Options.AutomaticIdempotency asks for it and the engine has it (the kv
+// option is asserted, so engines without it fall back to the marker). It
+// reports whether the option is set.
+func (q *Queue) setAutomaticIdempotency(tr kv.Transaction) bool {
+	if !q.opts.AutomaticIdempotency {
+		return false
+	}
+	o, ok := tr.Options().(interface{ SetAutomaticIdempotency() error })
+	return ok && o.SetAutomaticIdempotency() == nil
+}
+
+// zenqueueTx writes jobs into their zones in tr.
+//
+// Keys: reads (one round trip, two when a zone's lane count differs from
+// Options.ZoneLanes) S (2, "m", id) of the call's first fixed ID, the zone
+// meta Z (2) of each zone (snapshot), the lane state Z (1, prio, lane) of
+// each lane placed in, S (1, "u", type, key) for unique jobs (and the
+// holder's record S (1, "j", id) when the key is taken), S (1, "sleep",
+// type) for jobs vesting now and, until this process has seen a task type
+// registered, S (1, "t", type) (snapshot). Writes per job Z (0, prio,
+// lane, vestMs, id), Z (3, id) for a payload over InlinePayload,
+// S (1, "u", ...) for unique jobs and S (2, "i", id) for trackable ones;
+// per transaction the marker, and per lane the lane state and pointer
+// only when the lane had none or its pointer vested later (applyCover).
+func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall) ([]Enqueued, error) {
+	// Issue every read before waiting on any.
+	var markKey []byte
+	var mark kv.Future[[]byte]
+	if id, ok := call.markerID(jobs); ok && !call.noMarker {
+		markKey = q.zk.markKey(id)
+		mark = tr.Get(markKey)
+	}
+	var prevKeys []kv.Future[[]byte]
+	if call.prev != nil && markKey == nil {
+		// Automatic idempotency left an outcome unknown (a timeout or a
+		// cancellation in flight): the keys the attempt wrote tell.
+		for _, k := range call.prevKeys {
+			prevKeys = append(prevKeys, tr.Get(k))
+		}
+	}
+	uniq := make([]kv.Future[[]byte], len(jobs))
+	for i, j := range jobs {
+		if j.UniqueKey != "" {
+			uniq[i] = tr.Get(q.k.uniqKey(j.TaskType, j.UniqueKey))
+		}
+	}
+	types := map[string]kv.Future[[]byte]{}
+	for _, j := range jobs {
+		if _, known := q.knownTypes.Load(j.TaskType); !known && types[j.TaskType] == nil {
+			types[j.TaskType] = tr.Snapshot().Get(q.k.typeKey(j.TaskType))
+		}
+	}
+	sleepers := q.readSleepers(tr, now, jobs)
+	zones := make([]zone, len(jobs))
+	metas := map[string]kv.Future[[]byte]{}
+	for i, j := range jobs {
+		zones[i] = q.zoneOf(j.TaskType, j.ItemSpace)
+		k := string(zones[i].space.Bytes())
+		if metas[k] == nil {
+			metas[k] = tr.Snapshot().Get(zones[i].metaKey())
+		}
+	}
+	// Lane states are read for the lanes of the default count now, in
+	// this round trip; a zone resized away from it costs a second one.
+	var cov coverer
+	for i, j := range jobs {
+		cov.add(laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}, j.runAt.UnixMilli())
+	}
+	cov.read(tr)
+
+	if mark != nil {
+		v, err := mark.Get()
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			return q.zenqueueSeen(tr, now, jobs, call, markKey)
+		}
+	}
+	for _, f := range prevKeys {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			return call.prev, nil // the earlier attempt committed
+		}
+	}
+	lanesOf := map[string]int{}
+	for k, f := range metas {
+		n, err := q.zoneLanes(f)
+		if err != nil {
+			return nil, err
+		}
+		lanesOf[k] = n
+	}
+	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov}
+	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
+}
+
+// zenqueueSeen answers a call whose marker is stored: its jobs with fixed
+// IDs were committed before. When an earlier attempt of this very call may
+// have committed, that attempt's outcome is this call's; otherwise (an
+// EnqueueTx retried by its caller, or Enqueue called again with the same
+// IDs) they are duplicates, as in schema 1. Jobs given no ID are new jobs
+// of this call and are written.
+func (q *Queue) zenqueueSeen(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall, markKey []byte) ([]Enqueued, error) {
+	if call.prev != nil {
+		return call.prev, nil
+	}
+	out := make([]Enqueued, len(jobs))
+	var fresh []job
+	var at []int
+	for i, j := range jobs {
+		if call.given[i] {
+			out[i] = Enqueued{ID: j.ID, Duplicate: true}
+			continue
+		}
+		fresh = append(fresh, j)
+		at = append(at, i)
+	}
+	if len(fresh) == 0 {
+		return out, nil
+	}
+	sub := &zenqueueCall{given: make([]bool, len(fresh)), noMarker: true}
+	res, err := q.zenqueueTx(tr, now, fresh, sub)
+	if err != nil {
+		return nil, err
+	}
+	call.wrote = sub.wrote
+	for k, i := range at {
+		out[i] = res[k]
+	}
+	return out, nil
+}
+
+// zoneLanes returns a zone's lane count from its meta: Options.ZoneLanes
+// when it has none, or when the meta does not decode (logged: new jobs
+// then go by the default until SetZoneLanes rewrites it).
+func (q *Queue) zoneLanes(f kv.Future[[]byte]) (int, error) {
+	v, err := f.Get()
+	if err != nil {
+		return 0, err
+	}
+	return q.zoneLanesOf(v), nil
+}
+
+// zoneLanesOf is zoneLanes of a meta value read (nil: none).
+func (q *Queue) zoneLanesOf(v []byte) int {
+	if v == nil {
+		return q.opts.ZoneLanes
+	}
+	var m zoneMeta
+	if derr := m.unmarshal(v); derr != nil || m.Lanes == 0 {
+		if derr != nil {
+			q.opts.Logger.Warn("quick: a zone meta does not decode; placing jobs by Options.ZoneLanes", "err", derr)
+		}
+		return q.opts.ZoneLanes
+	}
+	return int(m.Lanes)
+}
+
+// zreads are the futures of an enqueue attempt's first round trip.
+type zreads struct {
+	markKey  []byte
+	uniq     []kv.Future[[]byte]
+	types    map[string]kv.Future[[]byte]
+	sleepers map[string]kv.Future[[]byte]
+	guessed  *coverer // lane states of the lanes placed by Options.ZoneLanes
+}
+
+// zplace decides each job (new, duplicate of an ID or of a unique key)
+// and writes the new ones, their cover, the marker, wake-ups and task
+// types.
+func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zone, lanesOf map[string]int, call *zenqueueCall, r zreads) ([]Enqueued, error) {
+	nowMs := now.UnixMilli()
+	out := make([]Enqueued, len(jobs))
+	seenID := map[ID]bool{}
+	seenUniq := map[string]ID{}
+	var cov coverer
+	wrote := 0
+	for i, j := range jobs {
+		if seenID[j.ID] {
+			out[i] = Enqueued{ID: j.ID, Duplicate: true}
+			continue
+		}
+		if j.UniqueKey != "" {
+			uk := j.TaskType + "\x00" + j.UniqueKey
+			if first, ok := seenUniq[uk]; ok {
+				out[i] = Enqueued{ID: first, Duplicate: true}
+				continue
+			}
+			holder, err := q.zuniqueHolder(tr, r.uniq[i])
+			if err != nil {
+				return nil, err
+			}
+			if !holder.IsZero() {
+				out[i] = Enqueued{ID: holder, Duplicate: true}
+				continue
+			}
+			seenUniq[uk] = j.ID
+		}
+		seenID[j.ID] = true
+		z := zones[i]
+		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(z.space.Bytes())])}
+		vestMs := j.runAt.UnixMilli()
+		call.wrote = append(call.wrote, q.zwrite(tr, nowMs, l, vestMs, j))
+		cov.add(l, vestMs)
+		out[i] = Enqueued{ID: j.ID, RunAt: j.runAt}
+		wrote++
+	}
+	// The lane states read with the first round trip serve every lane
+	// guessed right; the others are read now.
+	for _, it := range cov.items {
+		if g := r.guessed.byKey[string(it.l.stateKey())]; g != nil {
+			it.state = g.state
+		}
+	}
+	if err := q.applyCover(tr, &cov, nowMs); err != nil {
+		return nil, err
+	}
+	if wrote > 0 && r.markKey != nil {
+		tr.Set(r.markKey, nil)
+	}
+	if err := q.wakeSleepers(tr, now, jobs, out, r.sleepers); err != nil {
+		return nil, err
+	}
+	// Register new task types for inspection; cache a type only once it is
+	// seen stored, so an aborted transaction cannot leave it unregistered.
+	for t, f := range r.types {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			q.knownTypes.Store(t, true)
+		} else {
+			tr.Set(q.k.typeKey(t), nil)
+		}
+	}
+	return out, nil
+}
+
+// zwrite writes one new job into lane l and returns its key.
+func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, j job) []byte {
+	v := zjobValue{
+		MaxAttempts: int64(j.MaxAttempts),
+		UniqueKey:   j.UniqueKey,
+		Flags:       q.waitFlag(j.NewJob),
+	}
+	if q.opts.TaskTypes[j.TaskType].Trackable {
+		v.Flags |= flagTrackable
+	}
+	if nowMs != j.ID.Time().UnixMilli() {
+		v.CreatedAtMs = nowMs
+	}
+	if len(j.Payload) > InlinePayload {
+		v.Flags |= flagBlob
+		tr.Set(l.z.blobKey(j.ID), j.Payload)
+	} else {
+		v.Payload = j.Payload
+	}
+	key := l.jobKey(vestMs, j.ID)
+	tr.Set(key, v.marshal())
+	if j.UniqueKey != "" {
+		tr.Set(q.k.uniqKey(j.TaskType, j.UniqueKey), j.ID[:])
+	}
+	q.indexSet(tr, l, vestMs, j.ID, v.Flags)
+	return key
+}
+
+// zuniqueHolder returns the job holding a unique key for a zones enqueue,
+// or the zero ID when the key is free. A zones job has no record while it
+// is pending or running and clears its unique key when it finishes, so a
+// key whose holder has no record is held; a schema-1 holder is judged by
+// its record as uniqueHolder does (a dead one frees the key).
+func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error) {
+	if f == nil {
+		return ID{}, nil
+	}
+	v, err := f.Get()
+	if err != nil || v == nil {
+		return ID{}, err
+	}
+	if len(v) != len(ID{}) {
+		return ID{}, fmt.Errorf("%w: unique key value of %d bytes", ErrCorrupt, len(v))
+	}
+	id := ID(v)
+	rv, err := tr.Get(q.k.jobKey(id)).Get()
+	if err != nil {
+		return ID{}, err
+	}
+	if rv == nil {
+		return id, nil
+	}
+	var r record
+	if err := r.unmarshal(rv); err != nil {
+		return ID{}, err
+	}
+	if r.State == stateDead {
+		return ID{}, nil
+	}
+	return id, nil
+}
+
+// zenqueueTxCall is EnqueueTx in the zones layout. The caller owns the
+// retry loop, so only the jobs it gave IDs are recognised on its retries:
+// the call's marker is named by the first of them.
+func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, prepared []job) ([]Enqueued, error) {
+	call := zenqueueCall{given: make([]bool, len(in))}
+	for i, j := range in {
+		call.given[i] = !j.ID.IsZero()
+	}
+	return q.zenqueueTx(tr, now, prepared, &call)
+}

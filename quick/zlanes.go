@@ -1,0 +1,108 @@
+package quick
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+)
+
+// Lanes inside a zone (docs/design.md, "Two levels").
+//
+// A zone spreads new jobs over n hash lanes (laneOfID(id, n)), n kept in
+// the zone meta Z (2) (Options.ZoneLanes when absent). Each lane has its own
+// pointer and lane lease, so n workers can drain one zone at once. A job
+// keeps the lane it was placed in for life, and a lane keeps its pointer
+// while it holds a job, so changing n never moves a job nor loses one: new
+// jobs go by the new count, and lanes that the new count no longer names
+// drain and vanish (their pointer goes when a claim finds them empty).
+// Enqueue reads the meta through a snapshot, so a resize makes no enqueue
+// conflict; only claims that grow the zone read it serializably.
+//
+// Automatic growth. A claim that leaves vested jobs behind in its lane
+// (More) after taking Max doubles the zone's lanes, up to
+// Options.MaxZoneLanes, when both:
+//   - the oldest job it took had waited at least zoneGrowWait (1 s) since
+//     it vested: a lane serves one claim at a time, about one claim per
+//     commit latency (~10 ms on FDB) of Max jobs, so a one-second wait in
+//     a lane means a backlog of about 100×Max jobs that one lane at a time
+//     cannot drain as fast as the fleet could; a short burst that the next
+//     claim clears never grows a zone;
+//   - the jobs it took (up to 8 of them) all hash to this lane under the
+//     current count: they were placed under it, so the current lanes are
+//     the ones backlogged. A backlog left from before the last growth sits
+//     in lanes its jobs were hashed to by a smaller count, and growing
+//     again would not spread it (its jobs keep their lanes), so it does
+//     not: the zone grows by at most one doubling per backlog generation,
+//     not once per claim.
+//
+// Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.
+
+// zoneGrowWait is how long the oldest job a claim takes must have waited
+// for the claim to grow its zone.
+const zoneGrowWait = time.Second
+
+// zoneGrowSample is how many of the jobs a claim took are checked to hash
+// to its lane under the current count.
+const zoneGrowSample = 8
+
+// growZone doubles the lane count of l's zone when the claim that took
+// taken from l found it backlogged (see above). metaF is the zone meta,
+// read through a snapshot with the lane.
+//
+// Keys: a read-conflict key on Z (2) and a set of it, only when growing.
+func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], taken []zjobKey, nowMs int64) error {
+	if len(taken) == 0 || nowMs-taken[0].VestMs < zoneGrowWait.Milliseconds() {
+		return nil
+	}
+	n, err := q.zoneLanes(metaF)
+	if err != nil || n >= q.opts.MaxZoneLanes {
+		return err
+	}
+	for _, jk := range taken[:min(len(taken), zoneGrowSample)] {
+		if laneOfID(jk.ID, n) != l.lane {
+			return nil
+		}
+	}
+	// Two claims growing the zone at once conflict, so neither writes a
+	// count computed from a stale one.
+	if err := tr.AddReadConflictKey(l.z.metaKey()); err != nil {
+		return err
+	}
+	grown := min(2*n, q.opts.MaxZoneLanes)
+	m := zoneMeta{Lanes: int64(grown)}
+	tr.Set(l.z.metaKey(), m.marshal())
+	q.opts.Logger.Info("quick: growing a backlogged zone", "zone", l.String(), "lanes", grown,
+		"waited", time.Duration(nowMs-taken[0].VestMs)*time.Millisecond)
+	return nil
+}
+
+// SetZoneLanes sets how many hash lanes the zone of a task type and item
+// space spreads its new jobs over (LayoutZones), from 1 to 1024, while
+// workers run: jobs already enqueued keep their lanes and drain from them,
+// so growing or shrinking moves no job and loses none. Claims may grow the
+// zone again later (up to Options.MaxZoneLanes) if it backlogs.
+//
+// Keys: sets Z (2).
+func (q *Queue) SetZoneLanes(ctx context.Context, taskType, itemSpace string, n int) error {
+	if err := validTaskType(taskType); err != nil {
+		return err
+	}
+	if len(itemSpace) > MaxItemSpaceLen {
+		return fmt.Errorf("%w: item space of %d bytes, over %d", ErrInvalidOption, len(itemSpace), MaxItemSpaceLen)
+	}
+	if n < 1 || n > maxZoneLanes {
+		return fmt.Errorf("%w: %d lanes is outside [1, %d]", ErrInvalidOption, n, maxZoneLanes)
+	}
+	z := q.zoneOf(taskType, itemSpace)
+	m := zoneMeta{Lanes: int64(n)}
+	err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
+		tr.Set(z.metaKey(), m.marshal())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("quick: set lanes of zone %s/%q: %w", taskType, itemSpace, err)
+	}
+	return nil
+}

@@ -1,0 +1,774 @@
+package quick
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/leasetoken"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// TestZonesStateMachine drives jobs of several tenants through random
+// interleavings of every zones-layout operation — enqueue (retried with the
+// same IDs), claims that take a lane from the pointer index or keep and
+// continue on one, lane hand-backs, every ack, extend, checkpoint, cancel,
+// lane resizing, workers that vanish or shut down, clock advances — over a
+// database that injects every commit fault kv.WithFaults knows. After every
+// step it checks the database against a model, key by key: no job lost or
+// duplicated, no write under a stale lease, attempts and dead letters as
+// configured, and the pointer invariant (zone.go): every lane holding a job
+// has a lane state and exactly one pointer at its PtrMs, no pointer without
+// its lane, and an unleased pointer is vested when its lane has a vested
+// job and otherwise vests no later than its earliest. At the end every job left runs.
+func TestZonesStateMachine(t *testing.T) {
+	var jobs, steps int64
+	var faults kv.FaultStats
+	cfg := kv.Faults{
+		UnknownCommitted:      0.04,
+		UnknownNotCommitted:   0.04,
+		Conflict:              0.04,
+		TimedOutCommitted:     0.015,
+		TimedOutNotCommitted:  0.015,
+		CancelledCommitted:    0.015,
+		CancelledNotCommitted: 0.015,
+		SlowCommit:            0.02,
+	}
+	defer func() {
+		t.Logf("drove %d zones jobs through %d checked steps; faults injected: %+v", jobs, steps, faults)
+	}()
+	rapid.Check(t, func(rt *rapid.T) {
+		raw, space := fdbtest.Open(t)
+		f := cfg
+		f.Seed = rapid.Uint64().Draw(rt, "seed")
+		clk := clock.NewFake(zsmEpoch)
+		f.Advance = clk.Advance
+		faulty := kv.WithFaults(raw, f)
+		m := newZModel(rt, raw, faulty, space, clk)
+		rt.Repeat(map[string]func(*rapid.T){
+			"enqueue":  m.enqueue,
+			"claim":    m.claim,
+			"continue": m.continueHeld,
+			"handback": m.handBack,
+			"complete": m.ack(AckComplete),
+			"fail":     m.ack(AckFail),
+			"snooze":   m.ack(AckSnooze),
+			"release":  m.ack(AckRelease),
+			"dead":     m.ack(AckDeadLetter),
+			"extend":   m.extend,
+			"ckpt":     m.checkpoint,
+			"cancel":   m.cancel,
+			"lanes":    m.setLanes,
+			"vanish":   m.vanish,
+			"shutdown": m.shutdown,
+			"advance":  m.advance,
+			"deadline": m.toDeadline,
+			"":         m.check,
+		})
+		m.drain(rt)
+		jobs += int64(len(m.order))
+		steps += m.steps
+		faults = zsmAdd(faults, faulty.Stats())
+	})
+	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
+		if n, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); n < 100 {
+			t.Logf("fault kinds never injected in %d checks: %v", n, missing)
+		} else {
+			t.Fatalf("fault kinds never injected: %v (the faults are switched off?)", missing)
+		}
+	}
+}
+
+var zsmEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func zsmAdd(a, b kv.FaultStats) kv.FaultStats {
+	a.UnknownCommitted += b.UnknownCommitted
+	a.UnknownNotCommitted += b.UnknownNotCommitted
+	a.Conflicts += b.Conflicts
+	a.TimedOutCommitted += b.TimedOutCommitted
+	a.TimedOutNotCommitted += b.TimedOutNotCommitted
+	a.CancelledCommitted += b.CancelledCommitted
+	a.CancelledNotCommitted += b.CancelledNotCommitted
+	a.SlowCommits += b.SlowCommits
+	return a
+}
+
+const (
+	zsmLease = 30 * time.Second
+	zsmType  = "zsm"
+)
+
+// zsmTenants: "" and t1 live under the queue's subspace, t2 in a subspace of
+// its own (Options.ZoneSpace), as a tenant's data would.
+var zsmTenants = []string{"", "t1", "t2"}
+
+type zmState int
+
+const (
+	zmPending zmState = iota
+	zmDone
+	zmDead
+)
+
+type zmJob struct {
+	id          ID
+	tenant      string
+	state       zmState
+	prio        Priority
+	unique      string
+	maxAttempts int
+	attempts    int
+	checkpoint  []byte
+	vestAt      time.Time // when it may be claimed (lease deadline while leased)
+	leased      bool
+	token       uint64
+	payload     []byte
+}
+
+type zmHeld struct {
+	worker string
+	lease  Lease
+}
+
+type zModel struct {
+	ctx      context.Context
+	clk      *clock.Fake
+	q        *Queue // faulty
+	truth    *Queue // no faults
+	jobs     map[ID]*zmJob
+	order    []ID
+	held     []zmHeld
+	pointers []PointerLease // lanes some worker believes it holds (Keep)
+	inj      *kv.FaultyDB
+	raw      kv.Database
+	steps    int64
+}
+
+func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *zModel {
+	ctx := context.Background()
+	own := space.Sub("tenant-data")
+	opts := Options{
+		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
+		MaxLease: time.Minute, Layout: LayoutZones, ZoneLanes: 2, MaxZoneLanes: 4,
+		TaskTypes: map[string]TaskTypeOptions{zsmType: {Trackable: true}},
+		ZoneSpace: func(itemSpace string) tuple.Subspace {
+			if itemSpace == "t2" {
+				return own.Sub(itemSpace)
+			}
+			return space.Sub(int64(zoneSchema), "z", itemSpace)
+		},
+	}
+	q, err := Open(ctx, faulty, space, opts)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	truth, err := Open(ctx, raw, space, opts)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw}
+}
+
+func (m *zModel) activeUnique(key string) *zmJob {
+	for _, id := range m.order {
+		j := m.jobs[id]
+		if j.state == zmPending && j.unique == key && key != "" {
+			return j
+		}
+	}
+	return nil
+}
+
+func (m *zModel) enqueue(rt *rapid.T) {
+	n := rapid.IntRange(1, 5).Draw(rt, "n")
+	var in []NewJob
+	for i := 0; i < n; i++ {
+		j := NewJob{
+			ID:          m.q.NewID(),
+			TaskType:    zsmType,
+			ItemSpace:   rapid.SampledFrom(zsmTenants).Draw(rt, "tenant"),
+			Priority:    Priority(rapid.IntRange(1, 3).Draw(rt, "prio")),
+			Delay:       time.Duration(rapid.SampledFrom([]int{0, 0, 5, 60}).Draw(rt, "delay")) * time.Second,
+			MaxAttempts: rapid.IntRange(1, 3).Draw(rt, "max"),
+			Payload:     []byte(fmt.Sprint("p", i)),
+		}
+		switch rapid.IntRange(0, 9).Draw(rt, "size") {
+		case 0:
+			j.Payload = bytes.Repeat([]byte{byte(i)}, 60_000) // over every inline and byte budget
+		case 1:
+			j.Payload = bytes.Repeat([]byte{byte(i)}, InlinePayload+1) // just kept beside the key
+		}
+		if rapid.IntRange(0, 3).Draw(rt, "uniq") == 0 {
+			j.UniqueKey = rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "ukey")
+		}
+		in = append(in, j)
+	}
+	now := m.clk.Now()
+	res, err := m.q.Enqueue(m.ctx, in...)
+	if err != nil {
+		rt.Fatalf("enqueue: %v", err)
+	}
+	for i, r := range res {
+		j := in[i]
+		if holder := m.activeUnique(j.UniqueKey); holder != nil {
+			if !r.Duplicate || r.ID != holder.id {
+				rt.Fatalf("unique key %q held by %s, enqueue returned %+v", j.UniqueKey, holder.id, r)
+			}
+			continue
+		}
+		if r.Duplicate || r.ID != j.ID {
+			rt.Fatalf("enqueue of a new job returned %+v", r)
+		}
+		m.jobs[j.ID] = &zmJob{id: j.ID, tenant: j.ItemSpace, prio: j.Priority, unique: j.UniqueKey,
+			maxAttempts: j.MaxAttempts, vestAt: now.Add(j.Delay), payload: j.Payload}
+		m.order = append(m.order, j.ID)
+	}
+	if rapid.Bool().Draw(rt, "retry") {
+		again, err := m.q.Enqueue(m.ctx, in...)
+		if err != nil {
+			rt.Fatalf("re-enqueue: %v", err)
+		}
+		for i, r := range again {
+			if !r.Duplicate || (in[i].UniqueKey == "" && r.ID != in[i].ID) {
+				rt.Fatalf("re-enqueue with the same ID created a job: %+v", r)
+			}
+		}
+	}
+}
+
+// took checks the jobs a claim returned against the model and applies them.
+func (m *zModel) took(rt *rapid.T, worker string, res ZoneClaimed, maxN int) {
+	now := m.clk.Now()
+	if len(res.Jobs) > maxN {
+		rt.Fatalf("claim took %d jobs, Max %d", len(res.Jobs), maxN)
+	}
+	for i, l := range res.Jobs {
+		j := m.jobs[l.ID]
+		if j == nil || j.state != zmPending || j.vestAt.After(now) {
+			rt.Fatalf("claim returned job %s the model does not hold claimable: %+v", l.ID, j)
+		}
+		if j.attempts >= j.maxAttempts {
+			rt.Fatalf("claim ran job %s past its %d attempts", l.ID, j.maxAttempts)
+		}
+		first := res.Jobs[0]
+		if l.ItemSpace != first.ItemSpace || l.Priority != first.Priority || l.zl == nil || first.zl == nil || l.zl.lane.lane != first.zl.lane.lane {
+			rt.Fatalf("one claim took jobs of two lanes: %s and %s (job %d)", first.zl.lane, l.zl.lane, i)
+		}
+		if l.ItemSpace != j.tenant || !bytes.Equal(l.Payload, j.payload) {
+			rt.Fatalf("job %s came back with tenant %q and %d payload bytes, model %q and %d", l.ID, l.ItemSpace, len(l.Payload), j.tenant, len(j.payload))
+		}
+		j.attempts++
+		if l.Attempt != j.attempts {
+			rt.Fatalf("job %s attempt %d, model %d", l.ID, l.Attempt, j.attempts)
+		}
+		if !bytes.Equal(l.Checkpoint, j.checkpoint) {
+			rt.Fatalf("job %s resumed from checkpoint %q, want %q", l.ID, l.Checkpoint, j.checkpoint)
+		}
+		j.leased, j.token, j.vestAt = true, leasetoken.Of(l), l.Deadline
+		m.held = append(m.held, zmHeld{worker: worker, lease: l})
+	}
+	// Jobs whose attempts ran out while their holders vanished went to the
+	// dead letters instead: find them through the truth.
+	dead := res.DeadLettered
+	for _, id := range m.order {
+		j := m.jobs[id]
+		if dead == 0 {
+			break
+		}
+		if j.state == zmPending && j.attempts >= j.maxAttempts && !j.vestAt.After(now) {
+			if m.isDead(rt, j.id) {
+				j.state, j.leased = zmDead, false
+				dead--
+			}
+		}
+	}
+	if dead != 0 {
+		rt.Fatalf("claim reported %d dead letters the model cannot find", dead)
+	}
+	if res.Pointer != nil {
+		m.pointers = append(m.pointers, *res.Pointer)
+	}
+}
+
+// isDead reads whether a job's dead letter is stored.
+func (m *zModel) isDead(rt *rapid.T, id ID) bool {
+	var dead bool
+	err := m.raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get(m.truth.k.jobKey(id)).Get()
+		if err != nil || v == nil {
+			return err
+		}
+		var rec record
+		if err := rec.unmarshal(v); err != nil {
+			return err
+		}
+		dead = rec.State == stateDead
+		return nil
+	})
+	if err != nil {
+		rt.Fatalf("read the record of %s: %v", id, err)
+	}
+	return dead
+}
+
+func (m *zModel) claim(rt *rapid.T) {
+	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
+	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
+	keep := rapid.Bool().Draw(rt, "keep")
+	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
+		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: worker, Max: maxN, Lease: zsmLease},
+		Peek:         64, Keep: keep,
+	})
+	if err != nil {
+		rt.Fatalf("claim: %v", err)
+	}
+	m.took(rt, worker, res, maxN)
+}
+
+// continueHeld claims again on a lane a worker kept.
+func (m *zModel) continueHeld(rt *rapid.T) {
+	if len(m.pointers) == 0 {
+		rt.Skip("no lane kept")
+	}
+	i := rapid.IntRange(0, len(m.pointers)-1).Draw(rt, "ptr")
+	p := m.pointers[i]
+	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
+	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
+	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
+		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: p.Holder, Max: maxN, Lease: zsmLease},
+		Pointer:      &p, Keep: rapid.Bool().Draw(rt, "keep"),
+	})
+	if IsPointerLost(err) {
+		return // its lease lapsed and another worker took the lane
+	}
+	if err != nil {
+		rt.Fatalf("continue on a kept lane: %v", err)
+	}
+	m.took(rt, p.Holder, res, maxN)
+}
+
+func (m *zModel) handBack(rt *rapid.T) {
+	if len(m.pointers) == 0 {
+		rt.Skip("no lane kept")
+	}
+	i := rapid.IntRange(0, len(m.pointers)-1).Draw(rt, "ptr")
+	p := m.pointers[i]
+	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
+	if err := m.q.ReleasePointer(m.ctx, p); err != nil && !IsPointerLost(err) {
+		rt.Fatalf("hand back a kept lane: %v", err)
+	}
+}
+
+func (m *zModel) current(h zmHeld) bool {
+	j := m.jobs[h.lease.ID]
+	return j != nil && j.state == zmPending && j.leased && j.token == leasetoken.Of(h.lease)
+}
+
+func (m *zModel) pickHeld(rt *rapid.T) (int, bool) {
+	if len(m.held) == 0 {
+		return 0, false
+	}
+	return rapid.IntRange(0, len(m.held)-1).Draw(rt, "held"), true
+}
+
+func (m *zModel) dropHeld(i int) { m.held = append(m.held[:i], m.held[i+1:]...) }
+
+func (m *zModel) ack(kind AckKind) func(*rapid.T) {
+	return func(rt *rapid.T) {
+		i, ok := m.pickHeld(rt)
+		if !ok {
+			rt.Skip("no lease held")
+		}
+		h := m.held[i]
+		cur := m.current(h)
+		now := m.clk.Now()
+		res, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second})
+		if len(res) != 1 {
+			rt.Fatalf("%s: %v", kind, err)
+		}
+		m.dropHeld(i)
+		m.acked(rt, h, cur, kind, res[0], now)
+	}
+}
+
+func (m *zModel) shutdown(rt *rapid.T) {
+	w := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
+	var mine []zmHeld
+	var acks []Ack
+	keep := m.held[:0]
+	for _, h := range m.held {
+		if h.worker == w {
+			mine = append(mine, h)
+			acks = append(acks, Ack{Lease: h.lease, Kind: AckRelease})
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	m.held = keep
+	if len(acks) == 0 {
+		rt.Skip("the worker holds no lease")
+	}
+	cur := make([]bool, len(mine))
+	for i, h := range mine {
+		cur[i] = m.current(h)
+	}
+	now := m.clk.Now()
+	res, err := m.q.Ack(m.ctx, acks...)
+	if len(res) != len(acks) {
+		rt.Fatalf("shutdown release: %v", err)
+	}
+	for i, h := range mine {
+		m.acked(rt, h, cur[i], AckRelease, res[i], now)
+	}
+}
+
+func (m *zModel) acked(rt *rapid.T, h zmHeld, cur bool, kind AckKind, res AckResult, now time.Time) {
+	if !cur {
+		if !IsLeaseLost(res.Err) {
+			rt.Fatalf("%s under a stale lease of %s: %+v, want lease lost", kind, h.lease.ID, res)
+		}
+		return
+	}
+	if res.Err != nil {
+		rt.Fatalf("%s under the current lease of %s: %v", kind, h.lease.ID, res.Err)
+	}
+	j := m.jobs[h.lease.ID]
+	j.leased = false
+	switch kind {
+	case AckComplete:
+		j.state = zmDone
+	case AckDeadLetter:
+		j.state = zmDead
+	case AckFail:
+		if j.attempts >= j.maxAttempts {
+			if !res.Dead {
+				rt.Fatalf("fail on the last attempt did not dead-letter %s", j.id)
+			}
+			j.state = zmDead
+			return
+		}
+		if res.Dead {
+			rt.Fatalf("fail on attempt %d of %d dead-lettered %s", j.attempts, j.maxAttempts, j.id)
+		}
+		j.vestAt = now.Add(15 * time.Second)
+	case AckSnooze:
+		j.attempts--
+		j.vestAt = now.Add(15 * time.Second)
+	case AckRelease:
+		j.attempts--
+		j.vestAt = now
+	}
+	if !res.RunAt.IsZero() && !res.RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
+		rt.Fatalf("%s: runs at %v, model %v", kind, res.RunAt, j.vestAt)
+	}
+}
+
+func (m *zModel) extend(rt *rapid.T) {
+	i, ok := m.pickHeld(rt)
+	if !ok {
+		rt.Skip("no lease held")
+	}
+	h := m.held[i]
+	cur := m.current(h)
+	l, err := m.q.Extend(m.ctx, h.lease, zsmLease)
+	if !cur {
+		if !IsLeaseLost(err) {
+			rt.Fatalf("extend under a stale lease: %v", err)
+		}
+		m.dropHeld(i)
+		return
+	}
+	if err != nil {
+		rt.Fatalf("extend: %v", err)
+	}
+	m.held[i].lease = l
+	m.jobs[l.ID].vestAt = l.Deadline
+	m.jobs[l.ID].token = leasetoken.Of(l)
+}
+
+func (m *zModel) checkpoint(rt *rapid.T) {
+	i, ok := m.pickHeld(rt)
+	if !ok {
+		rt.Skip("no lease held")
+	}
+	h := m.held[i]
+	cur := m.current(h)
+	state := []byte(fmt.Sprint("step-", rapid.IntRange(0, 100).Draw(rt, "step")))
+	if rapid.IntRange(0, 4).Draw(rt, "bigckpt") == 0 {
+		state = bytes.Repeat(state, 300) // kept beside the key
+	}
+	l, err := m.q.Checkpoint(m.ctx, h.lease, state, zsmLease)
+	if !cur {
+		if !IsLeaseLost(err) {
+			rt.Fatalf("checkpoint under a stale lease: %v", err)
+		}
+		m.dropHeld(i)
+		return
+	}
+	if err != nil {
+		rt.Fatalf("checkpoint: %v", err)
+	}
+	m.held[i].lease = l
+	j := m.jobs[l.ID]
+	j.vestAt, j.checkpoint, j.token = l.Deadline, state, leasetoken.Of(l)
+}
+
+func (m *zModel) cancel(rt *rapid.T) {
+	if len(m.order) == 0 {
+		rt.Skip("no jobs")
+	}
+	j := m.jobs[rapid.SampledFrom(m.order).Draw(rt, "job")]
+	err := m.q.Cancel(m.ctx, j.id)
+	if j.state == zmDone {
+		if !IsNotFound(err) {
+			rt.Fatalf("cancel of a finished job: %v", err)
+		}
+		return
+	}
+	if err != nil {
+		rt.Fatalf("cancel %s: %v", j.id, err)
+	}
+	j.state, j.leased = zmDone, false
+}
+
+func (m *zModel) setLanes(rt *rapid.T) {
+	tenant := rapid.SampledFrom(zsmTenants).Draw(rt, "tenant")
+	n := rapid.IntRange(1, 4).Draw(rt, "lanes")
+	if err := m.q.SetZoneLanes(m.ctx, zsmType, tenant, n); err != nil {
+		rt.Fatalf("set %d lanes for %q: %v", n, tenant, err)
+	}
+}
+
+func (m *zModel) vanish(rt *rapid.T) {
+	w := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
+	keep := m.held[:0]
+	for _, h := range m.held {
+		if h.worker != w {
+			keep = append(keep, h)
+		}
+	}
+	m.held = keep
+	ps := m.pointers[:0]
+	for _, p := range m.pointers {
+		if p.Holder != w {
+			ps = append(ps, p)
+		}
+	}
+	m.pointers = ps
+}
+
+func (m *zModel) advance(rt *rapid.T) {
+	m.clk.Advance(time.Duration(rapid.SampledFrom([]int{1, 5, 20, 31, 61}).Draw(rt, "secs")) * time.Second)
+}
+
+func (m *zModel) toDeadline(rt *rapid.T) {
+	i, ok := m.pickHeld(rt)
+	if !ok {
+		rt.Skip("no lease held")
+	}
+	m.clk.Set(m.held[i].lease.Deadline)
+}
+
+// zsmKey is a job key found in the database.
+type zsmKey struct {
+	lane laneRef
+	jk   zjobKey
+	v    zjobValue
+}
+
+// scan reads every zone, lane state and pointer of the model's task type
+// straight from the database and checks the pointer invariant.
+func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
+	nowMs := m.clk.Now().UnixMilli()
+	found := map[ID]zsmKey{}
+	type laneInfo struct {
+		earliest int64
+		state    *laneState
+	}
+	lanes := map[string]*laneInfo{}
+	laneRefs := map[string]laneRef{}
+	pointers := map[string]bool{}
+	err := m.raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
+		for _, tenant := range zsmTenants {
+			z := m.truth.zoneOf(zsmType, tenant)
+			kvs, err := tr.GetRange(z.jobs(), kv.RangeOptions{}).GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range kvs {
+				jk, err := z.parseJobKey(p.Key)
+				if err != nil {
+					rt.Fatalf("job key does not parse: %v", err)
+				}
+				var v zjobValue
+				if err := v.unmarshal(p.Value); err != nil {
+					rt.Fatalf("job value does not decode: %v", err)
+				}
+				if _, dup := found[jk.ID]; dup {
+					rt.Fatalf("job %s has two keys", jk.ID)
+				}
+				l := laneRef{z: z, prio: jk.Priority, lane: jk.Lane}
+				found[jk.ID] = zsmKey{lane: l, jk: jk, v: v}
+				k := string(l.stateKey())
+				li := lanes[k]
+				if li == nil {
+					li = &laneInfo{earliest: jk.VestMs}
+					lanes[k], laneRefs[k] = li, l
+				}
+				li.earliest = min(li.earliest, jk.VestMs)
+			}
+			states, err := tr.GetRange(rangeOf(z.space.Sub(int64(zLane))), kv.RangeOptions{}).GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range states {
+				var s laneState
+				if err := s.unmarshal(p.Value); err != nil {
+					rt.Fatalf("lane state does not decode: %v", err)
+				}
+				t, err := z.space.Unpack(p.Key)
+				if err != nil || len(t) != 3 {
+					rt.Fatalf("lane state key %v", t)
+				}
+				l := laneRef{z: z, prio: Priority(t[1].(int64)), lane: int(t[2].(int64))}
+				k := string(l.stateKey())
+				li := lanes[k]
+				if li == nil {
+					// A lane state without jobs is allowed (the lane
+					// emptied; the next claim that picks it removes it).
+					li = &laneInfo{earliest: -1}
+					lanes[k], laneRefs[k] = li, l
+				}
+				li.state = &s
+				pk := string(m.truth.pointerKeyOf(l, s.PtrMs))
+				pointers[pk] = false
+			}
+		}
+		ptrs, err := tr.GetRange(rangeOf(m.truth.zk.ptr.Sub(zsmType)), kv.RangeOptions{}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		for _, p := range ptrs {
+			if _, ok := pointers[string(p.Key)]; !ok {
+				e, _ := m.truth.zk.parsePointer(p)
+				rt.Fatalf("pointer %+v has no lane state naming it", e)
+			}
+			pointers[string(p.Key)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	for k, li := range lanes {
+		l := laneRefs[k]
+		if li.state == nil {
+			rt.Fatalf("lane %s holds jobs but has no lane state", l)
+		}
+		if !pointers[string(m.truth.pointerKeyOf(l, li.state.PtrMs))] {
+			rt.Fatalf("lane %s: its lane state names pointer ms %d, which is missing", l, li.state.PtrMs)
+		}
+		// An unleased pointer is vested when its lane has a vested job, and
+		// otherwise vests no later than the lane's earliest job. (A lane
+		// handed back with vested jobs left goes to the back of the vested
+		// pointers, at the hand-back's time: later than its earliest job.)
+		if li.earliest >= 0 && !li.state.leased() && li.state.PtrMs > max(li.earliest, nowMs) {
+			rt.Fatalf("lane %s: its unleased pointer vests at %d, after its earliest job at %d (now %d)", l, li.state.PtrMs, li.earliest, nowMs)
+		}
+	}
+	return found
+}
+
+func (m *zModel) check(rt *rapid.T) {
+	m.steps++
+	now := m.clk.Now()
+	found := m.scan(rt)
+	dead, err := m.truth.ListDead(m.ctx, ListDeadOptions{TaskType: zsmType, Limit: 100_000})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	deadIDs := map[ID]bool{}
+	for _, d := range dead.Jobs {
+		deadIDs[d.ID] = true
+	}
+	for _, id := range m.order {
+		j := m.jobs[id]
+		k, live := found[id]
+		switch j.state {
+		case zmPending:
+			if !live {
+				rt.Fatalf("job %s lost: the model holds it pending (%+v)", id, *j)
+			}
+			if k.lane.z.itemSpace != j.tenant || k.jk.Priority != j.prio {
+				rt.Fatalf("job %s is in zone %q at %s, model %q at %s", id, k.lane.z.itemSpace, k.jk.Priority, j.tenant, j.prio)
+			}
+			wantLeased := j.leased && j.vestAt.After(now)
+			isLeased := k.v.Token != 0 && k.jk.VestMs > now.UnixMilli()
+			if isLeased != wantLeased {
+				rt.Fatalf("job %s leased=%v, model leased=%v vest=%v now=%v", id, isLeased, wantLeased, j.vestAt, now)
+			}
+			if k.jk.VestMs != j.vestAt.UnixMilli() {
+				rt.Fatalf("job %s vests at %v, model %v", id, time.UnixMilli(k.jk.VestMs), j.vestAt)
+			}
+			delete(found, id)
+		case zmDead:
+			if live || !deadIDs[id] {
+				rt.Fatalf("job %s should be dead (live=%v dead=%v)", id, live, deadIDs[id])
+			}
+			delete(deadIDs, id)
+		case zmDone:
+			if live || deadIDs[id] {
+				rt.Fatalf("finished job %s still stored (live=%v dead=%v)", id, live, deadIDs[id])
+			}
+		}
+	}
+	if len(found) != 0 || len(deadIDs) != 0 {
+		rt.Fatalf("the queue holds jobs the model does not: %d live, %d dead", len(found), len(deadIDs))
+	}
+}
+
+// drain runs every remaining job to completion: nothing may be stuck.
+func (m *zModel) drain(rt *rapid.T) {
+	m.check(rt)
+	m.inj.SetEnabled(false)
+	for round := 0; round < 200; round++ {
+		m.clk.Advance(10 * time.Minute)
+		res, err := m.truth.ClaimZone(m.ctx, ZoneClaimOptions{
+			ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: "drain", Max: 1000, Lease: zsmLease},
+			Peek:         64,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for _, l := range res.Jobs {
+			if err := m.truth.Complete(m.ctx, l); err != nil {
+				rt.Fatalf("drain complete: %v", err)
+			}
+			m.jobs[l.ID].state = zmDone
+		}
+		if len(res.Jobs) == 0 && res.DeadLettered == 0 && res.NextVest.IsZero() {
+			break
+		}
+	}
+	var stuck []string
+	for _, id := range m.order {
+		j := m.jobs[id]
+		if j.state == zmPending && j.attempts < j.maxAttempts {
+			stuck = append(stuck, id.String())
+		}
+	}
+	sort.Strings(stuck)
+	if len(stuck) > 0 {
+		rt.Fatalf("jobs never ran again: %v", stuck)
+	}
+}
