@@ -81,8 +81,10 @@ func Check(h History) Verdict {
 	// of a job counts one more attempt than the one before. In short-job
 	// mode a hand-out counts no attempt, so the per-job claim of a worker
 	// that took the lane over from a vanished holder shows the same
-	// attempt as that holder's hand-out, and comes later: of equal
-	// attempts the later recorded one is the last.
+	// attempt as that holder's hand-out, and is the later one whatever the
+	// order the handlers started in (a worker prefetches: a frozen one
+	// starts a hand-out's handler long after it got it). A short hand-out
+	// after a per-job claim would show the next attempt.
 	last := map[quick.ID]ClaimRec{}
 	claimedTokens := map[quick.ID]map[uint64]bool{}
 	type claimAt struct {
@@ -91,7 +93,7 @@ func Check(h History) Verdict {
 	}
 	atAttempt := map[claimAt]ClaimRec{}
 	for _, c := range h.Claims {
-		if l, ok := last[c.ID]; !ok || c.Epoch > l.Epoch || c.Epoch == l.Epoch && c.Attempt >= l.Attempt {
+		if l, ok := last[c.ID]; !ok || claimedAfter(c, l) {
 			last[c.ID] = c
 		}
 		if claimedTokens[c.ID] == nil {
@@ -101,10 +103,10 @@ func Check(h History) Verdict {
 		// A job stored once is claimed once per attempt: two claims of
 		// one attempt are two copies of the job, or a job handed out
 		// twice in short-job mode without a takeover. The one pair that
-		// shares an attempt is a short hand-out and then the per-job
-		// claim of the worker that took the lane over.
+		// shares an attempt is a short hand-out and the per-job claim of
+		// the worker that took the lane over.
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
-		if o, dup := atAttempt[k]; dup && !(o.Short && !c.Short) {
+		if o, dup := atAttempt[k]; dup && o.Short == c.Short {
 			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
 				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"), describeRuns(h.Runs, c.ID))
 		}
@@ -372,4 +374,19 @@ func describeRuns(runs []RunRec, id quick.ID) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, "; ")
+}
+
+// claimedAfter says whether claim c of a job came after claim l: a later
+// epoch, a higher attempt, or at one attempt the per-job claim of a
+// takeover after the short hand-out; else the later recorded.
+func claimedAfter(c, l ClaimRec) bool {
+	switch {
+	case c.Epoch != l.Epoch:
+		return c.Epoch > l.Epoch
+	case c.Attempt != l.Attempt:
+		return c.Attempt > l.Attempt
+	case c.Short != l.Short:
+		return !c.Short
+	}
+	return true
 }

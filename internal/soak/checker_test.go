@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,13 @@ func TestCheckerPassesZonesHistories(t *testing.T) {
 	}
 	if v.Short != 1 || v.Requeued != 1 || v.Resumed != 1 || v.Tenants != 4 {
 		t.Fatalf("counts: %+v", v)
+	}
+	// The frozen w1 prefetched its hand-out and started the handler only
+	// after w2's takeover claim: recorded in that order, still clean.
+	h.Claims = slices.DeleteFunc(h.Claims, func(c ClaimRec) bool { return c.ID == s })
+	h.Claims = append(h.Claims, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"}, ClaimRec{ID: s, Token: 0, Attempt: 1, Worker: "w1", Short: true})
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("a takeover's claim recorded before the hand-out it took over: %v", v.Violations)
 	}
 }
 
