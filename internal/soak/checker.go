@@ -21,10 +21,13 @@ type Verdict struct {
 	CronCompleted int `json:"cron_occurrences_completed"`
 	CronChains    int `json:"cron_chains"`
 	// Exhausted counts the one-attempt jobs a claim dead-lettered (their
-	// holder vanished); ExhaustCompleted those whose frozen holder woke
-	// before any claim took them and completed them. Large counts the
+	// holder vanished), ExhaustedUnrun those of them whose only claim was
+	// by a worker killed before it started their handler; ExhaustCompleted
+	// those whose frozen holder woke before any claim took them and
+	// completed them. Large counts the
 	// large-payload jobs.
 	Exhausted        int `json:"exhausted"`
+	ExhaustedUnrun   int `json:"exhausted_unrun,omitempty"`
 	ExhaustCompleted int `json:"exhaust_completed"`
 	Large            int `json:"large"`
 	// CronDeadLettered counts occurrences dead-lettered (exhausted by a
@@ -201,7 +204,14 @@ func Check(h History) Verdict {
 		case j.Kind == KindExhaust && n > 0:
 			v.ExhaustCompleted++
 		}
-		if len(runs[j.ID]) == 0 {
+		switch {
+		case len(runs[j.ID]) > 0:
+		case j.Kind == KindExhaust && dead[j.ID]:
+			// Its one attempt was spent by a claim whose worker was
+			// killed before it started the handler (a worker prefetches
+			// claimed jobs): dead-lettered as its attempts say.
+			v.ExhaustedUnrun++
+		default:
 			v.violate("job %s (%s) never ran", j.ID, j.Kind)
 		}
 		switch {

@@ -140,10 +140,10 @@ func Zones() Config {
 	c.Tenants, c.HotShare, c.OwnSpaceEvery = 40, 0.4, 3
 	c.ShortShare = 0.3
 	c.ResizeEvery, c.MaxLanes = 700*time.Millisecond, 8
-	c.PointerLease = 2 * time.Second
+	c.PointerLease = 4 * time.Second
 	c.AutoIdemProducers = 1
 	c.CheckpointShare, c.RequeueShare = 0.02, 0.02
-	c.SlowShare, c.SlowFor = 0.01, 3*time.Second
+	c.SlowShare, c.SlowFor = 0.01, 5*time.Second
 	c.DelayedShare, c.DelayMax = 0.05, 3*time.Second
 	c.Backoff = 500 * time.Millisecond
 	c.MigrateAt = 0.45
@@ -204,6 +204,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("soak: max lanes %d is outside [1, 64]", c.MaxLanes)
 	case c.PointerLease != 0 && (c.PointerLease < time.Second || c.PointerLease > time.Minute):
 		return fmt.Errorf("soak: pointer lease %v is outside quick's [1s, 1m]", c.PointerLease)
+	case c.zones() && c.Skew > c.pointerLease()/4:
+		return fmt.Errorf("soak: skew %v must be within a quarter of the lane lease %v: workers whose clocks are further apart take each other's live lanes over", c.Skew, c.pointerLease())
 	case c.Layout == LayoutMigrate && (c.MigrateAt <= 0 || c.MigrateAt >= 1):
 		return fmt.Errorf("soak: migrate at %v: want a share of the chaos phase in (0, 1)", c.MigrateAt)
 	case c.SlowShare > 0 && (c.SlowFor <= 0 || c.SlowFor >= c.Lease):
@@ -234,6 +236,14 @@ func (c Config) ownSpaces() int {
 		}
 	}
 	return n
+}
+
+// pointerLease is the lane lease (quick's default when unset).
+func (c Config) pointerLease() time.Duration {
+	if c.PointerLease > 0 {
+		return c.PointerLease
+	}
+	return 5 * time.Second
 }
 
 // zones says whether the run uses the zones layout at all.
