@@ -13,7 +13,8 @@ import (
 // job that was dead-lettered). Consoles use it to find a job by its key.
 //
 // Keys: a point read of S(1,"u",type,key) and of the holder's record
-// S(1,"j",id); snapshot reads, nothing written.
+// S(1,"j",id) (a zones-layout job has none until it is dead-lettered);
+// snapshot reads, nothing written.
 func (q *Queue) UniqueHolder(ctx context.Context, taskType, uniqueKey string) (ID, error) {
 	if err := validTaskType(taskType); err != nil {
 		return ID{}, err
@@ -33,8 +34,14 @@ func (q *Queue) UniqueHolder(ctx context.Context, taskType, uniqueKey string) (I
 			return fmt.Errorf("%w: unique key value of %d bytes", ErrCorrupt, len(v))
 		}
 		rv, err := snap.Get(q.k.jobKey(ID(v))).Get()
-		if err != nil || rv == nil {
+		if err != nil {
 			return err
+		}
+		if rv == nil {
+			// A zones-layout job has no record while it is pending or
+			// running; whatever ends it clears the unique key.
+			id = ID(v)
+			return nil
 		}
 		var r record
 		if err := r.unmarshal(rv); err != nil {

@@ -16,8 +16,10 @@ type ackReq struct {
 
 // acker commits the worker's acks in batches. There is no timer: a lone ack
 // commits at once, and every ack queued while a commit is in flight goes
-// into the next quick.Ack call. Under load a commit carries many jobs; at
-// rest no ack waits.
+// into the next quick.Ack call. When acks pile up faster than one commit
+// at a time carries them (ackParallelMin queued), up to ackInFlight calls
+// commit at once, so the worker never waits on one commit round trip. Under
+// load a commit carries many jobs; at rest no ack waits.
 type acker struct {
 	w      *Worker
 	kickCh chan struct{}
@@ -27,7 +29,8 @@ type acker struct {
 
 	mu     sync.Mutex
 	queue  []ackReq
-	busy   bool          // a batch is being committed
+	busy   int // batches being committed
+	wg     sync.WaitGroup
 	idleCh chan struct{} // closed when the queue drains; nil while idle
 
 	loopState park
@@ -51,7 +54,7 @@ func (a *acker) push(reqs ...ackReq) {
 func (a *acker) pending() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.queue) > 0 || a.busy
+	return len(a.queue) > 0 || a.busy > 0
 }
 
 // flush waits until every ack pushed so far has been committed (or failed).
@@ -79,28 +82,50 @@ func (a *acker) stop() {
 	<-a.done
 }
 
+// ackInFlight bounds the ack commits in flight at once.
+const ackInFlight = 4
+
+// ackParallelMin is how many acks must be queued for a commit to start
+// while another is in flight: below it they wait for the next round, so a
+// moderate load still commits in few, large batches.
+const ackParallelMin = 64
+
+// ackBatchMax bounds one quick.Ack call's batch when several commit at once.
+const ackBatchMax = 500
+
 func (a *acker) run() {
 	defer close(a.done)
+	defer a.wg.Wait()
 	defer a.loopState.forever()
 	w := a.w
 	for {
 		a.mu.Lock()
-		batch := a.queue
-		a.queue = nil
-		a.busy = len(batch) > 0
-		if !a.busy && a.idleCh != nil {
+		if len(a.queue) > 0 && (a.busy == 0 || a.busy < ackInFlight && len(a.queue) >= ackParallelMin) {
+			n := min(len(a.queue), ackBatchMax)
+			batch := a.queue[:n:n]
+			a.queue = a.queue[n:]
+			if len(a.queue) == 0 {
+				a.queue = nil
+			}
+			a.busy++
+			a.mu.Unlock()
+			a.loopState.run()
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				a.commit(batch)
+				a.mu.Lock()
+				a.busy--
+				a.mu.Unlock()
+				notify(a.kickCh)
+			}()
+			continue
+		}
+		if len(a.queue) == 0 && a.busy == 0 && a.idleCh != nil {
 			close(a.idleCh)
 			a.idleCh = nil
 		}
 		a.mu.Unlock()
-		if len(batch) > 0 {
-			a.loopState.run()
-			a.commit(batch)
-			a.mu.Lock()
-			a.busy = false
-			a.mu.Unlock()
-			continue
-		}
 		a.loopState.forever()
 		select {
 		case <-a.kickCh:

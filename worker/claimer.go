@@ -28,6 +28,17 @@ func (r *runner) claimLoop() {
 		errs    int // claims in a row that failed
 	)
 	for !w.stopping() {
+		if r.zones {
+			// The zones layout: this loop drains schema-1 jobs only, while
+			// any are left (zlegacy.go).
+			changed := r.legacy.changed()
+			if on, _ := r.legacy.get(); !on {
+				if !r.sleep(-1, nil, changed) {
+					return
+				}
+				continue
+			}
+		}
 		free := r.free()
 		if free <= 0 {
 			// Full: the next claim waits for a handler to return.
@@ -70,11 +81,17 @@ func (r *runner) claimLoop() {
 			}
 			continue
 		}
+		// Reserved, since zones claims share the slots (zones.go).
+		free = r.reserve(free)
+		if free <= 0 {
+			continue
+		}
 		res, err := w.q.Claim(w.bg, quick.ClaimOptions{
 			TaskType: r.taskType, Holder: w.cfg.ID, Lanes: lanes, Max: free,
 			Lease: r.opts.Lease, BatchPriority: r.opts.BatchPriority, Tag: r.opts.Tag,
 		})
 		if err != nil {
+			r.unreserve(free)
 			if w.killed.Load() {
 				return
 			}
@@ -96,11 +113,13 @@ func (r *runner) claimLoop() {
 			// Stopped while the claim was in flight: hand the jobs back
 			// rather than start them.
 			r.releaseClaimed(res.Jobs)
+			r.unreserve(free)
 			return
 		}
 		for _, l := range res.Jobs {
 			r.start(l)
 		}
+		r.unreserve(free)
 		if len(res.Jobs) > 0 {
 			// Jobs are coming in: claim again as soon as a slot is free.
 			// Only an empty claim puts the loop to sleep, so a busy worker
@@ -115,7 +134,7 @@ func (r *runner) claimLoop() {
 		if !res.NextVest.IsZero() {
 			d = min(d, max(res.NextVest.Sub(w.clk.Now()), 0))
 		}
-		if !r.idleSleep(d, backoff(empties, w.cfg.MaxIdleSleep)) {
+		if !r.idleSleep(&r.claimLoopState, &r.rechecked, r.tracker.Changed(), d, backoff(empties, w.cfg.MaxIdleSleep)) {
 			return
 		}
 	}
@@ -143,8 +162,9 @@ func jitter(d time.Duration) time.Duration {
 // idleSleep sleeps d with the waker armed, then registers the next sleep
 // (of about next) before the claim that follows, so an enqueue racing that
 // claim sees this worker asleep and wakes it. It reports false when the
-// loop must exit.
-func (r *runner) idleSleep(d, next time.Duration) bool {
+// loop must exit. p is the calling loop's sleep, rechecked its flag for the
+// extra claim, changed another wake-up (nil: none).
+func (r *runner) idleSleep(p *park, rechecked *bool, changed <-chan struct{}, d, next time.Duration) bool {
 	w := r.w
 	if d <= 0 {
 		return !w.stopping()
@@ -162,19 +182,19 @@ func (r *runner) idleSleep(d, next time.Duration) bool {
 			until := w.clk.Now().Add(max(d, w.cfg.MaxIdleSleep))
 			if err := r.waker.register(w.bg, until); err != nil && !w.killed.Load() {
 				w.log.Warn("worker: could not arm the wake-up watch; polling", "task_type", r.taskType, "err", err)
-			} else if err == nil && !r.rechecked {
-				r.rechecked = true
+			} else if err == nil && !*rechecked {
+				*rechecked = true
 				return !w.stopping()
 			}
 		}
 	}
-	r.rechecked = false
+	*rechecked = false
 	var fired chan struct{}
 	if wake {
 		fired = r.waker.fired
 	}
 	timedOut := false
-	if !r.sleepWith(d, fired, r.tracker.Changed(), &timedOut) {
+	if !r.sleepWith(p, d, fired, changed, &timedOut) {
 		return false
 	}
 	if !wake {
@@ -199,20 +219,29 @@ func (r *runner) idleSleep(d, next time.Duration) bool {
 // sleep waits d on the worker clock (forever if d < 0) or until a or b
 // fires. It reports false when the loop must exit (stop or kill).
 func (r *runner) sleep(d time.Duration, a chan struct{}, b <-chan struct{}) bool {
-	var timedOut bool
-	return r.sleepWith(d, a, b, &timedOut)
+	return r.sleepOn(&r.claimLoopState, d, a, b, nil)
 }
 
-func (r *runner) sleepWith(d time.Duration, a chan struct{}, b <-chan struct{}, timedOut *bool) bool {
+// sleepOn is sleep for the loop whose sleep is p; timedOut, if not nil,
+// tells whether the time ran out.
+func (r *runner) sleepOn(p *park, d time.Duration, a chan struct{}, b <-chan struct{}, timedOut *bool) bool {
+	var t bool
+	if timedOut == nil {
+		timedOut = &t
+	}
+	return r.sleepWith(p, d, a, b, timedOut)
+}
+
+func (r *runner) sleepWith(p *park, d time.Duration, a chan struct{}, b <-chan struct{}, timedOut *bool) bool {
 	w := r.w
 	var timer <-chan time.Time
 	if d >= 0 {
 		timer = w.clk.After(d)
-		r.claimLoopState.at(w.clk.Now().Add(d))
+		p.at(w.clk.Now().Add(d))
 	} else {
-		r.claimLoopState.forever()
+		p.forever()
 	}
-	defer r.claimLoopState.run()
+	defer p.run()
 	select {
 	case <-timer:
 		*timedOut = true

@@ -25,6 +25,14 @@
 // within an eighth of the lease, error included); otherwise it stands by
 // and the other workers watch its lanes.
 //
+// On a queue opened with quick.LayoutZones a runner finds work through the
+// task type's pointer index (quick.Queue.ClaimZone) with a few claims in
+// flight at once, joins the lanes registry only while schema-1 jobs of its
+// type are left (it drains them beside the zones), keeps the lanes of
+// short-job task types while their jobs run, and compares its clock with a
+// bounded sample of the other workers' instead of the whole registry
+// (docs/design.md, "Worker in the zones layout").
+//
 // Background duties (Duty: purging enqueue markers and dead letters past
 // the retention, cron's repair, or any added with Config.Duties or
 // AddDuty) are shared by the running workers: exactly one runs each duty per

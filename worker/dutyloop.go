@@ -68,10 +68,19 @@ func (w *Worker) dutyLoop() {
 }
 
 // mayRunDuties reports whether the worker's clock lets it run duties: every
-// runner has joined and none stands by. (A stale heartbeat does not stop a
+// runner has joined (zones: the clock check has run) and none stands by. (A stale heartbeat does not stop a
 // duty: duties are safe to run twice, and its record keeps others off.)
 func (w *Worker) mayRunDuties() bool {
 	for _, r := range w.snapshotRunners() {
+		if r.zones {
+			// The zones layout's clock check (zclock.go) stands in for
+			// the registry, which a zones runner joins only while
+			// schema-1 jobs are left.
+			if known, standby := w.zclock.state(); !known || standby {
+				return false
+			}
+			continue
+		}
 		if r.tracker.LastBeat().IsZero() || r.tracker.Standby() {
 			return false
 		}

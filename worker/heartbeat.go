@@ -17,6 +17,32 @@ func (r *runner) heartbeatLoop() {
 	period, timeout := w.cfg.HeartbeatPeriod, w.reg.Options().Timeout
 	joined := false
 	for {
+		if r.zones {
+			// The zones layout needs the registry only while schema-1 jobs
+			// are left (zlegacy.go): leave it, and wait until they are.
+			if on, _ := r.legacy.get(); !on {
+				if joined {
+					if err := r.leave(true); err != nil && w.bg.Err() == nil {
+						log.Warn("worker: leaving the lanes registry failed", "err", err)
+					}
+					joined = false
+				}
+				changed := r.legacy.changed()
+				if on, _ := r.legacy.get(); !on {
+					r.hbLoopState.forever()
+					select {
+					case <-changed:
+						r.hbLoopState.run()
+						continue
+					case <-r.hbStop:
+						r.leaveErr <- nil
+						return
+					case <-w.bg.Done():
+						return
+					}
+				}
+			}
+		}
 		// A round later than Timeout is worthless: the others count this
 		// worker dead by then.
 		ctx, cancel := context.WithTimeout(w.bg, timeout)

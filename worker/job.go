@@ -44,6 +44,21 @@ type jobState struct {
 	mu    sync.Mutex
 	lease quick.Lease // current: renewals and checkpoints move it
 	phase phase
+	// lane is the short lane the job was handed out under (zshort.go):
+	// while set, the lane lease is the job's lease and the keeper leaves
+	// it alone. A hand-back moves the job to a lease of its own and clears
+	// it.
+	lane *shortLane
+}
+
+// leaveLaneLocked takes the job off its short lane, whose keeper may be
+// waiting for it to hand the lane back.
+func (st *jobState) leaveLaneLocked() {
+	if sl := st.lane; sl != nil {
+		st.lane = nil
+		sl.removeJob(st)
+		st.r.shorts.kick()
+	}
 }
 
 // usableLocked tells whether the job may still change, and why not.
@@ -67,6 +82,7 @@ func (st *jobState) loseLocked(err error) {
 		return
 	}
 	st.phase = phaseLost
+	st.leaveLaneLocked()
 	st.r.w.count(st.r, kindLeaseLost, 1)
 	var lle *quick.LeaseLostError
 	if errors.As(err, &lle) && lle.Reason == "token" {
@@ -91,6 +107,11 @@ func (st *jobState) checkpoint(ctx context.Context, state []byte) (quick.Lease, 
 		return st.lease, err
 	}
 	st.lease = l
+	if st.lane != nil && !l.Short() {
+		// The checkpoint moved a short job to a lease of its own: the
+		// keeper renews it from now on.
+		st.leaveLaneLocked()
+	}
 	return l, nil
 }
 
@@ -149,6 +170,7 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 		return fmt.Errorf("worker: job %s: %w", st.first.ID, err)
 	}
 	st.phase = phaseDone
+	st.leaveLaneLocked()
 	if kind == quick.AckDeadLetter {
 		w.count(st.r, kindDeadLettered, 1)
 	} else {
@@ -184,6 +206,13 @@ func (st *jobState) abandon() bool {
 	}
 	st.phase = phaseReleased
 	st.cancel(ErrShutdown)
+	if st.lane != nil {
+		// Handed out under a short lane: its key never moved, so handing
+		// the lane back (after the acks are flushed) is its release.
+		st.leaveLaneLocked()
+		st.r.w.count(st.r, kindReleased, 1)
+		return true
+	}
 	st.r.w.acker.push(ackReq{st: st, ack: quick.Ack{Lease: st.lease, Kind: quick.AckRelease}})
 	return true
 }
@@ -247,6 +276,7 @@ func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w, r := st.r.w, st.r
+	defer st.leaveLaneLocked()
 	switch {
 	case err != nil:
 		w.stats.ackErrors.Add(1)

@@ -94,7 +94,8 @@ func (k *keeper) round(now time.Time) (next time.Time, renewed bool) {
 				earliest(now.Add(busyRetry))
 				continue
 			}
-			if st.phase != phaseRunning || w.killed.Load() {
+			// A job under a short lane is renewed with its lane (zshort.go).
+			if st.phase != phaseRunning || st.lane != nil || w.killed.Load() {
 				st.mu.Unlock()
 				continue
 			}

@@ -74,7 +74,7 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range w.snapshotRunners() {
 			set := metric.WithAttributes(attribute.String("task_type", r.taskType))
-			o.ObserveInt64(lanesGauge, int64(len(r.tracker.Lanes())), set)
+			o.ObserveInt64(lanesGauge, int64(len(r.watchedLanes())), set)
 			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
 		}
 		return nil

@@ -40,9 +40,25 @@ func (w *Worker) quiet() bool {
 	if _, known := w.pause.isPaused(""); !known {
 		return false
 	}
+	// A loop's park reads "running" until its first round is done, so an
+	// asleep loop has looked at least once (or failed to, and waits to
+	// retry).
+	if c := w.zclock; c != nil && !c.loopState.asleep(now) {
+		return false
+	}
 	for _, r := range w.snapshotRunners() {
 		if !r.claimLoopState.asleep(now) || !r.hbLoopState.asleep(now) {
 			return false
+		}
+		if r.zones {
+			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) || r.shorts.pending() {
+				return false
+			}
+			for i := range r.zparks {
+				if !r.zparks[i].asleep(now) {
+					return false
+				}
+			}
 		}
 	}
 	return true

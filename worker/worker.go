@@ -145,9 +145,10 @@ type Worker struct {
 	keeper *keeper
 	stats  statCounters
 
-	duties    []Duty // guarded by mu until Run
-	dutyState park   // the duty loop's sleep, for tests (quiet)
-	pause     pauses // paused task types (pause.go)
+	zclock    *zclock // the zones layout's clock check (zclock.go); nil otherwise
+	duties    []Duty  // guarded by mu until Run
+	dutyState park    // the duty loop's sleep, for tests (quiet)
+	pause     pauses  // paused task types (pause.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -183,6 +184,9 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w.acker = newAcker(w)
+	if w.q.Options().Layout == quick.LayoutZones {
+		w.zclock = newZclock(w)
+	}
 	w.keeper = newKeeper(w)
 	for _, d := range cfg.Duties {
 		if err := w.AddDuty(d); err != nil {
@@ -212,14 +216,25 @@ func (w *Worker) TaskTypes() []string {
 	return out
 }
 
-// Lanes returns the lanes the worker watches for a task type now (nil for
-// an unregistered type).
+// Lanes returns the schema-1 lanes the worker watches for a task type now
+// (nil for an unregistered type). In the zones layout that is none once no
+// schema-1 job is left: zones are found through the pointer index.
 func (w *Worker) Lanes(taskType string) []int {
 	w.mu.Lock()
 	r := w.byType[taskType]
 	w.mu.Unlock()
 	if r == nil {
 		return nil
+	}
+	return r.watchedLanes()
+}
+
+// watchedLanes is the runner's share of the schema-1 lanes.
+func (r *runner) watchedLanes() []int {
+	if r.zones {
+		if on, _ := r.legacy.get(); !on {
+			return nil
+		}
 	}
 	return r.tracker.Lanes()
 }
@@ -294,9 +309,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.loop(w.acker.run)
 	w.loop(w.keeper.run)
 	w.loop(w.pauseLoop)
+	if w.zclock != nil {
+		w.zclock.setLimit(zonesClockLimit(w.q, runners))
+		w.loop(w.zclock.run)
+	}
 	for _, r := range runners {
 		w.loop(r.heartbeatLoop)
 		w.loop(r.claimLoop)
+		if r.zones {
+			w.loop(r.legacyLoop)
+			w.loop(r.shorts.run)
+			for i := range r.zparks {
+				r.zloops.Add(1)
+				w.loop(func() { r.zoneClaimLoop(i) })
+			}
+		}
 	}
 	w.loop(w.dutyLoop)
 	w.markLoopsStarted()
@@ -408,8 +435,14 @@ func (w *Worker) shutdown(runners []*runner) error {
 	log.Info("worker: stopping", "running", w.running(), "shutdown_timeout", w.cfg.ShutdownTimeout)
 	// Claim loops exit after any claim in flight; a claim is never cut
 	// short, since a cancelled commit could leave leases nobody runs.
+	released := map[*runner]int{}
 	for _, r := range runners {
 		<-r.claimerDone
+		r.zloops.Wait()
+		// Claimed jobs still waiting for a handler slot go back now.
+		if n := r.dropWaiting(); n > 0 {
+			released[r] += n
+		}
 	}
 	timer := w.clk.After(w.cfg.ShutdownTimeout)
 wait:
@@ -422,7 +455,6 @@ wait:
 			return ErrKilled
 		}
 	}
-	released := map[*runner]int{}
 	for _, r := range runners {
 		for _, st := range r.runningJobs() {
 			if st.abandon() {
@@ -437,6 +469,14 @@ wait:
 		errs = append(errs, fmt.Errorf("worker: flushing acks: %w", err))
 	}
 	w.keeper.stop()
+	for _, r := range runners {
+		if r.zones {
+			// After the flush: a short lane goes back only once the acks
+			// of its jobs are in (zshort.go).
+			r.shorts.stop()
+			r.shorts.handBackAll()
+		}
+	}
 	for r, n := range released {
 		log.Info("worker: released running jobs", "task_type", r.taskType, "jobs", n)
 		if err := r.waker.bump(ctx); err != nil {

@@ -107,6 +107,9 @@ func RunMain(setup func(w *worker.Worker) error, opts MainOptions) error {
 	if f.Lanes > 0 {
 		qopts.Lanes = f.Lanes
 	}
+	if qopts.Layout, err = ParseLayout(f.Layout, qopts.Layout); err != nil {
+		return err
+	}
 	if qopts.Logger == nil {
 		qopts.Logger = logger
 	}

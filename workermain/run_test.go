@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,6 +81,50 @@ func TestRunMainEmbedded(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "level=WARN") || !strings.Contains(stderr.String(), "IN-MEMORY ENGINE") {
 		t.Fatalf("no warning that the run is on the in-memory engine:\n%s", stderr.String())
+	}
+}
+
+// -layout zones runs the worker on the zones layout: the jobs go to
+// zones and the worker finds them through the pointer index.
+func TestRunMainZones(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 5
+	done := make(chan struct{}, n)
+	var stderr bytes.Buffer
+	err := RunMain(func(w *worker.Worker) error {
+		if w.Queue().Options().Layout != quick.LayoutZones {
+			return fmt.Errorf("layout %v, want zones", w.Queue().Options().Layout)
+		}
+		if err := worker.RegisterRaw(w, "main", func(ctx context.Context, j *worker.RawJob) error {
+			done <- struct{}{}
+			if len(done) == n {
+				cancel()
+			}
+			return nil
+		}, worker.HandlerOptions{}); err != nil {
+			return err
+		}
+		jobs := make([]quick.NewJob, n)
+		for i := range jobs {
+			jobs[i] = quick.NewJob{TaskType: "main", ItemSpace: fmt.Sprintf("tenant-%d", i)}
+		}
+		_, err := w.Queue().Enqueue(ctx, jobs...)
+		return err
+	}, MainOptions{
+		AllowEmbedded: true,
+		Args:          []string{"-embedded", "-layout", "zones", "-id", "zones-test"},
+		Context:       ctx,
+		Stderr:        &stderr,
+	})
+	if err != nil {
+		t.Fatalf("RunMain: %v\n%s", err, stderr.String())
+	}
+	if len(done) != n {
+		t.Fatalf("%d jobs ran, want %d", len(done), n)
+	}
+	if _, err := ParseLayout("tubes", quick.LayoutLanes); !errors.Is(err, ErrFlags) {
+		t.Fatalf("ParseLayout(tubes): %v, want ErrFlags", err)
 	}
 }
 

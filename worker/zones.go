@@ -1,0 +1,426 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// The worker in the zones layout (quick.LayoutZones; docs/design.md
+// "Worker in the zones layout").
+//
+// A zones runner finds work through the task type's pointer index
+// (quick.Queue.ClaimZone) instead of the lanes registry: no heartbeat, no
+// membership read, no assignment. zoneClaimers claim goroutines run side by
+// side, each on at most one lane at a time, so several claims are in flight
+// at once and a worker never waits on one commit. Each reserves the free
+// handler slots it asks for (runner.reserve), so the goroutines together
+// never start more handlers than Concurrency. A claim keeps its lane
+// (ZoneClaimOptions.Keep) while it has vested jobs, for up to keepRounds
+// claims in a row, then lets it go so other lanes get their turn.
+//
+// Goroutine 0 leads: when it finds nothing vested it sleeps as the lanes
+// claim loop does (until NextVest, an enqueue's wake-up, or the idle
+// backoff). The others, when they find nothing, park until a claim finds
+// a fresh lane with work (the index has vested lanes again) or this worker
+// hands a lane back, so an idle worker polls once per idle sleep whatever
+// zoneClaimers is.
+//
+// Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
+// claim's lane lease; zshort.go keeps those lanes.
+//
+// Keys: those of ClaimZone and ReleasePointer (quick/zclaim.go,
+// quick/zpointer.go), and the task type's sleep and wake keys when idle
+// (waker.go); nothing of its own.
+
+// zoneClaimers is how many claims a zones runner keeps in flight at most.
+const zoneClaimers = 4
+
+// keepRounds is how many claims in a row one goroutine makes on one lane
+// before letting it go.
+const keepRounds = 8
+
+// zoneClaimersFor is the claim goroutines of a runner with c slots.
+func zoneClaimersFor(c int) int { return max(1, min(zoneClaimers, c)) }
+
+// reserve takes up to want free handler slots for a claim in flight; the
+// claim gives back what it did not use with unreserve once it has started
+// its jobs.
+func (r *runner) reserve(want int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(want, r.capacity()-len(r.running)-r.reserved)
+	if n <= 0 {
+		return 0
+	}
+	r.reserved += n
+	return n
+}
+
+func (r *runner) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.reserved -= n
+	r.signalSlotsLocked()
+	r.mu.Unlock()
+}
+
+// slotsChanged is closed when a slot frees or a reservation is given back.
+// Take it before trying to reserve, so a slot freed in between is not
+// missed.
+func (r *runner) slotsChanged() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slotCh == nil {
+		r.slotCh = make(chan struct{})
+	}
+	return r.slotCh
+}
+
+func (r *runner) signalSlotsLocked() {
+	if r.slotCh != nil {
+		close(r.slotCh)
+		r.slotCh = nil
+	}
+}
+
+// moreWork is closed when a claim found a fresh lane with work (the index
+// has vested lanes again, maybe more than one) or this worker handed a lane
+// back: parked helpers wake on it.
+func (r *runner) moreWork() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.moreCh == nil {
+		r.moreCh = make(chan struct{})
+	}
+	return r.moreCh
+}
+
+func (r *runner) signalMore() {
+	r.mu.Lock()
+	if r.moreCh != nil {
+		close(r.moreCh)
+		r.moreCh = nil
+	}
+	r.mu.Unlock()
+}
+
+// zoneRefuse says why a zones claim must not run now, or "".
+func (r *runner) zoneRefuse() string {
+	if paused, known := r.w.pause.isPaused(r.taskType); paused {
+		return refusePaused
+	} else if !known {
+		return refusePauseUnknown
+	}
+	return r.w.clockRefusal(r)
+}
+
+// noteRefusal counts and logs a refused zones claim round (on changes).
+func (r *runner) noteRefusal(reason string) {
+	w := r.w
+	if reason != r.zrefusal {
+		if reason == refusePaused || reason == refusePauseUnknown {
+			w.log.Debug("worker: not claiming zones", "task_type", r.taskType, "reason", reason)
+		} else {
+			w.log.Warn("worker: refusing to claim zones", "task_type", r.taskType, "reason", reason)
+		}
+	}
+	r.zrefusal = reason
+	w.stats.refused.Add(1)
+	w.met.refused(r, reason)
+}
+
+func (r *runner) noteClaiming() {
+	if r.zrefusal != "" {
+		r.w.log.Debug("worker: claiming zones again", "task_type", r.taskType, "was", r.zrefusal)
+		r.zrefusal = ""
+	}
+}
+
+// zoneClaimer is one claim goroutine's state.
+type zoneClaimer struct {
+	r    *runner
+	i    int
+	park *park
+	// ptr is a lane kept with per-job leases (Keep), or nil.
+	ptr *quick.PointerLease
+	// sl is a lane held in short-job mode this goroutine continues on.
+	sl        *shortLane
+	rounds    int // claims in a row on ptr or sl
+	empties   int // idle claims in a row (leader)
+	errs      int // failed claims in a row
+	rechecked bool
+}
+
+// zoneClaimLoop is claim goroutine i of a zones runner.
+func (r *runner) zoneClaimLoop(i int) {
+	defer r.zloops.Done()
+	c := &zoneClaimer{r: r, i: i, park: &r.zparks[i]}
+	defer c.park.forever()
+	defer c.letGo()
+	w := r.w
+	k := zoneClaimersFor(r.opts.Concurrency)
+	per := max(1, (r.capacity()+k-1)/k)
+	for !w.stopping() {
+		if reason := r.zoneRefuse(); reason != "" {
+			c.letGo()
+			if i == 0 {
+				r.noteRefusal(reason)
+			}
+			var clockChanged <-chan struct{}
+			if w.zclock != nil {
+				clockChanged = w.zclock.changed()
+			}
+			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, r.beat, clockChanged, nil) {
+				return
+			}
+			continue
+		}
+		if i == 0 {
+			r.noteClaiming()
+		}
+		changed := r.slotsChanged()
+		// A claim continuing on a lane with more vested jobs may take up to
+		// Concurrency (one lane is worked by one claim at a time); a claim
+		// looking for a lane takes its share of the capacity, leaving slots
+		// to the others.
+		want := per
+		if c.ptr != nil || c.sl != nil {
+			want = r.opts.Concurrency
+		}
+		n := r.reserve(want)
+		if n == 0 {
+			if !c.waitSlots(changed) {
+				return
+			}
+			continue
+		}
+		if !c.claim(n) {
+			return
+		}
+	}
+}
+
+// waitSlots waits for a free slot. A lane kept with per-job leases is let go
+// if the wait outlasts a fifth of the pointer lease: others may work it.
+func (c *zoneClaimer) waitSlots(changed <-chan struct{}) bool {
+	r := c.r
+	d := time.Duration(-1)
+	if c.ptr != nil {
+		d = max(c.ptr.Deadline.Sub(r.w.clk.Now())-r.w.q.Options().PointerLease*4/5, 0)
+	}
+	var timedOut bool
+	if !r.sleepWith(c.park, d, nil, changed, &timedOut) {
+		return false
+	}
+	if timedOut {
+		c.letGo()
+	}
+	return true
+}
+
+// claim makes one claim of up to n jobs (n slots reserved) and starts them.
+// It reports false when the loop must exit.
+func (c *zoneClaimer) claim(n int) bool {
+	r, w := c.r, c.r.w
+	opts := quick.ZoneClaimOptions{
+		ClaimOptions: quick.ClaimOptions{
+			TaskType: r.taskType, Holder: w.cfg.ID, Max: n,
+			Lease: r.opts.Lease, BatchPriority: r.opts.BatchPriority, Tag: r.opts.Tag,
+		},
+		Keep: true,
+	}
+	sl := c.sl
+	if sl != nil {
+		// The lane's mutex serialises this claim with its renewal and
+		// hand-back (zshort.go): each returns the lane lease the next one
+		// continues from.
+		sl.mu.Lock()
+		if sl.retired {
+			sl.mu.Unlock()
+			c.sl, sl, c.rounds = nil, nil, 0
+		} else {
+			p := sl.p
+			opts.Pointer = &p
+		}
+	} else if c.ptr != nil {
+		if c.rounds >= keepRounds-1 {
+			opts.Keep = false // its last round: the claim hands it back
+		}
+		opts.Pointer = c.ptr
+	}
+	continuing := opts.Pointer != nil
+	res, err := w.q.ClaimZone(w.bg, opts)
+	if err != nil {
+		if sl != nil {
+			sl.mu.Unlock()
+		}
+		r.unreserve(n)
+		if w.killed.Load() {
+			return false
+		}
+		countConflict(r, err)
+		if continuing && quick.IsPointerLost(err) {
+			// The lane is gone (taken over after a late renewal): its
+			// short jobs run again elsewhere; look for another lane.
+			if sl != nil {
+				sl.mu.Lock()
+				r.shorts.lost(sl, err)
+				sl.mu.Unlock()
+			}
+			c.ptr, c.sl, c.rounds = nil, nil, 0
+			return true
+		}
+		c.errs++
+		w.log.Warn("worker: zone claim failed", "task_type", r.taskType, "err", err, "in_a_row", c.errs)
+		return r.sleepOn(c.park, jitter(backoff(c.errs, w.cfg.MaxIdleSleep)), nil, nil, nil)
+	}
+	c.errs = 0
+	short := res.Pointer != nil && res.Pointer.Short && !res.Pointer.Lapsed
+	if short {
+		if sl == nil {
+			sl = r.shorts.add(*res.Pointer)
+			sl.mu.Lock()
+			c.sl, c.rounds = sl, 0
+		} else {
+			sl.p = *res.Pointer
+		}
+	} else if sl != nil {
+		// A lane this goroutine held short came back without one: the
+		// claim handed it back (nothing more to take).
+		sl.retired = true
+	}
+	if len(res.Jobs) > 0 {
+		w.stats.claimBatches.Add(1)
+	} else {
+		w.stats.emptyClaims.Add(1)
+	}
+	if w.stopping() {
+		if sl != nil {
+			sl.mu.Unlock()
+		}
+		// Stopped while the claim was in flight: hand the jobs back
+		// rather than start them.
+		for _, l := range res.Jobs {
+			if l.Short() {
+				r.startHeld(l, sl, true)
+			} else {
+				r.startHeld(l, nil, true)
+			}
+		}
+		r.unreserve(n)
+		if !short {
+			c.ptr = res.Pointer
+		}
+		return false
+	}
+	for _, l := range res.Jobs {
+		if l.Short() {
+			r.startHeld(l, sl, false)
+		} else {
+			r.startHeld(l, nil, false)
+		}
+	}
+	if sl != nil {
+		sl.mu.Unlock()
+	}
+	r.unreserve(n)
+	if !short {
+		c.ptr = res.Pointer
+		if sl != nil {
+			r.shorts.kick()
+			c.sl = nil
+		}
+	}
+	switch {
+	case len(res.Jobs) > 0 && continuing:
+		c.rounds++
+		if short && c.rounds >= keepRounds {
+			r.shorts.retire(sl)
+			c.sl, c.rounds = nil, 0
+		}
+	case len(res.Jobs) > 0:
+		c.rounds = 0
+	case continuing || res.Pointer != nil:
+		// The lane has nothing (more) vested: let it go and look for
+		// another at once. (A fresh lane with nothing vested: its pointer
+		// vested early, for a key moved later since; a short-job claim
+		// keeps such a lane too.)
+		c.letGo()
+		return true
+	}
+	if len(res.Jobs) > 0 {
+		// Wake the parked helpers when a claim finds a fresh lane with
+		// work: the index has vested lanes again, maybe more than one. A
+		// claim continuing on its lane does not: the helpers looked for
+		// other lanes when it took this one.
+		if !continuing {
+			r.signalMore()
+		}
+		c.empties = 0
+		return true
+	}
+	return c.idle(res.NextVest)
+}
+
+// letGo gives up the lane this goroutine works on: a per-job lane goes
+// back to the index now; a short lane is retired, and handed back once its
+// jobs are done (zshort.go).
+func (c *zoneClaimer) letGo() {
+	r := c.r
+	if c.ptr != nil {
+		p := *c.ptr
+		c.ptr = nil
+		if !r.w.killed.Load() {
+			ctx, cancel := context.WithTimeout(r.w.bg, extendTimeout)
+			if err := r.w.q.ReleasePointer(ctx, p); err != nil && !quick.IsPointerLost(err) && r.w.bg.Err() == nil {
+				r.w.log.Warn("worker: could not hand a lane back; it returns when its lease lapses", "task_type", r.taskType, "err", err)
+			}
+			cancel()
+		}
+	}
+	if c.sl != nil {
+		r.shorts.retire(c.sl)
+		c.sl = nil
+	}
+	c.rounds = 0
+}
+
+// idle handles a claim that found no vested lane. The leader sleeps as the
+// lanes claim loop does; the others park until more work shows up.
+func (c *zoneClaimer) idle(nextVest time.Time) bool {
+	r, w := c.r, c.r.w
+	if c.i != 0 {
+		more := r.moreWork()
+		return r.sleepOn(c.park, -1, nil, more, nil)
+	}
+	d := jitter(backoff(c.empties, w.cfg.MaxIdleSleep))
+	c.empties++
+	if !nextVest.IsZero() {
+		d = min(d, max(nextVest.Sub(w.clk.Now()), 0))
+	}
+	// This worker's own hand-backs (a short lane released once its jobs
+	// are acked) wake the leader too: nothing else would, short of the
+	// idle backoff.
+	return r.idleSleep(c.park, &c.rechecked, r.moreWork(), d, backoff(c.empties, w.cfg.MaxIdleSleep))
+}
+
+// startHeld starts a claimed job; sl is the short lane it was handed out
+// under (nil for a per-job lease). With release set the worker is stopping:
+// the job is handed back instead.
+func (r *runner) startHeld(l quick.Lease, sl *shortLane, release bool) {
+	if release {
+		st := r.newState(l)
+		st.lane = sl
+		if sl != nil {
+			sl.addJob(st)
+		}
+		r.w.count(r, kindClaimed, 1)
+		st.abandon()
+		return
+	}
+	r.startWith(l, sl)
+}
