@@ -164,16 +164,17 @@ func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
 
 // zclaimedBefore returns the leases of an earlier attempt's result that
 // are this claim's: the per-job leases whose keys hold their tokens, or, for
-// jobs handed out in short-job mode, all of them if the attempt's lane lease
-// committed. A short hand-out writes nothing to the job keys (their tokens
-// stay what they were), so only the lane state tells: its token and
-// deadline are the earlier attempt's exactly when that attempt committed.
-// Trusting the job keys there took an attempt that never committed as this
-// claim's, and its jobs ran under a lane lease nobody held while another
-// worker leased the lane and handed them out again.
+// jobs handed out in short-job mode, those whose keys hold their tokens if
+// the attempt's lane lease is held. A short hand-out writes nothing to the
+// job keys (their tokens stay what they were, but for a lapsed per-job
+// lease's, which it clears), so the keys alone do not tell: the lane state
+// must hold the attempt's token and deadline. Trusting the job keys there
+// took an attempt that never committed as this claim's, and its jobs ran
+// under a lane lease nobody held while another worker leased the lane and
+// handed them out again.
 //
-// Keys: for short-job mode, reads Z (1, prio, lane) (serializable);
-// otherwise those of zstillHeld.
+// Keys: for short-job mode, reads Z (1, prio, lane) (serializable); then
+// those of zstillHeld.
 func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, error) {
 	if p := res.Pointer; p != nil && p.Short && !p.Lapsed {
 		s, err := q.checkHold(tr, p)
@@ -183,7 +184,6 @@ func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, err
 		if err != nil {
 			return nil, err
 		}
-		return res.Jobs, nil
 	}
 	return q.zstillHeld(tr, res.Jobs)
 }
