@@ -19,7 +19,7 @@ func TestShortSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s soak")
 	}
-	rep, err := Run(context.Background(), Short(), testLog{t})
+	rep, err := Run(context.Background(), verbose(Short()), testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestShortSoakZones(t *testing.T) {
 		t.Skip("25 s soak")
 	}
 	skipUnlessZonesBuilt(t)
-	rep, err := Run(context.Background(), ShortZones(), testLog{t})
+	rep, err := Run(context.Background(), verbose(ShortZones()), testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestShortSoakMigrate(t *testing.T) {
 		t.Skip("25 s soak")
 	}
 	skipUnlessZonesBuilt(t)
-	rep, err := Run(context.Background(), ShortMigrate(), testLog{t})
+	rep, err := Run(context.Background(), verbose(ShortMigrate()), testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +141,13 @@ func checkShortSoak(t *testing.T, rep Report) {
 	if rep.NaturalConfl < 0 {
 		t.Errorf("negative count of real conflicts: %d", rep.NaturalConfl)
 	}
+}
+
+// verbose sends the queue's, workers' and cron's warnings to the test log
+// when SOAK_VERBOSE is set, to find out what a failing soak went through.
+func verbose(c Config) Config {
+	c.Verbose = os.Getenv("SOAK_VERBOSE") != ""
+	return c
 }
 
 type testLog struct{ t *testing.T }
