@@ -74,7 +74,7 @@ func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaim
 				return err
 			}
 			if len(res.Jobs) > 0 {
-				mine, err := q.zstillHeld(tr, res.Jobs)
+				mine, err := q.zclaimedBefore(tr, res)
 				if err != nil {
 					return err
 				}
@@ -101,6 +101,14 @@ func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaim
 	})
 	if err != nil {
 		if kv.IsMaybeCommitted(err) {
+			if opts.Pointer != nil {
+				// The caller held this lane before the claim and holds it
+				// still, whatever the claim did: in short-job mode the
+				// jobs it handed out earlier run under it, and handing it
+				// back would let another worker run them again at once.
+				// Only the caller may hand it back.
+				res.Pointer = nil
+			}
 			q.releaseZoneUnknown(ctx, res, opts.Timeout)
 		}
 		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
@@ -152,6 +160,32 @@ func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// zclaimedBefore returns the leases of an earlier attempt's result that
+// are this claim's: the per-job leases whose keys hold their tokens, or, for
+// jobs handed out in short-job mode, those whose keys hold their tokens if
+// the attempt's lane lease is held. A short hand-out writes nothing to the
+// job keys (their tokens stay what they were, but for a lapsed per-job
+// lease's, which it clears), so the keys alone do not tell: the lane state
+// must hold the attempt's token and deadline. Trusting the job keys there
+// took an attempt that never committed as this claim's, and its jobs ran
+// under a lane lease nobody held while another worker leased the lane and
+// handed them out again.
+//
+// Keys: for short-job mode, reads Z (1, prio, lane) (serializable); then
+// those of zstillHeld.
+func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, error) {
+	if p := res.Pointer; p != nil && p.Short && !p.Lapsed {
+		s, err := q.checkHold(tr, p)
+		if IsPointerLost(err) || err == nil && s.PtrMs != p.Deadline.UnixMilli() {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return q.zstillHeld(tr, res.Jobs)
 }
 
 // zstillHeld returns the zones leases whose keys hold their tokens.

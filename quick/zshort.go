@@ -153,6 +153,20 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		if !b.fits(len(payload)+len(ck), false) {
 			break
 		}
+		if c.v.Token != 0 {
+			// A vested key that still carries a token is a per-job lease
+			// that lapsed (promoted by a hand-back, or taken with a
+			// Lapsed lane, then its holder vanished or froze). A short
+			// hand-out writes nothing, so that holder's token would stay
+			// good and its late ack would commit over this run: clear the
+			// token, in place (a read-conflict key on it, so an ack racing
+			// this claim conflicts).
+			if err := q.conflictOn(tr, c.key); err != nil {
+				return err
+			}
+			c.v.Token, c.v.Holder, c.v.LeasedAtMs = 0, "", 0
+			tr.Set(c.key, c.v.marshal())
+		}
 		created := c.v.CreatedAtMs
 		if created == 0 {
 			created = c.jk.ID.Time().UnixMilli()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/quick"
@@ -20,10 +21,13 @@ type Verdict struct {
 	CronCompleted int `json:"cron_occurrences_completed"`
 	CronChains    int `json:"cron_chains"`
 	// Exhausted counts the one-attempt jobs a claim dead-lettered (their
-	// holder vanished); ExhaustCompleted those whose frozen holder woke
-	// before any claim took them and completed them. Large counts the
+	// holder vanished), ExhaustedUnrun those of them whose only claim was
+	// by a worker killed before it started their handler; ExhaustCompleted
+	// those whose frozen holder woke before any claim took them and
+	// completed them. Large counts the
 	// large-payload jobs.
 	Exhausted        int `json:"exhausted"`
+	ExhaustedUnrun   int `json:"exhausted_unrun,omitempty"`
 	ExhaustCompleted int `json:"exhaust_completed"`
 	Large            int `json:"large"`
 	// CronDeadLettered counts occurrences dead-lettered (exhausted by a
@@ -36,6 +40,15 @@ type Verdict struct {
 	CronAbandoned int `json:"cron_abandoned"`
 	// TooLarge counts commits refused with 2101: each is a violation.
 	TooLarge int64 `json:"too_large"`
+	// The zones configurations: jobs of the short-job type, tenants the
+	// jobs were spread over, jobs completed after a requeue from the dead
+	// letters, checkpointing jobs completed after resuming, slow jobs
+	// (longer than a lane lease) completed.
+	Short    int `json:"short,omitempty"`
+	Tenants  int `json:"tenants,omitempty"`
+	Requeued int `json:"requeued,omitempty"`
+	Resumed  int `json:"resumed,omitempty"`
+	Slow     int `json:"slow,omitempty"`
 	// Violations lists each violation found; the run fails if any.
 	Violations []string `json:"violations"`
 }
@@ -52,18 +65,55 @@ func Check(h History) Verdict {
 		v.violate("%d commits failed with 2101 transaction_too_large: a transaction is not bounded in bytes", h.TooLarge)
 	}
 
-	// The last claim of each job: the one with the highest attempt, since
-	// every claim of a job counts one more attempt than the one before.
+	for _, p := range h.HandlerProblems {
+		v.violate("%s", p)
+	}
+
+	short := map[quick.ID]bool{}
+	kind := map[quick.ID]string{}
+	for _, j := range h.Jobs {
+		short[j.ID] = j.TaskType == shortType
+		kind[j.ID] = j.Kind
+		if j.TaskType != "" {
+			kind[j.ID] = j.TaskType + "/" + j.Kind
+		}
+	}
+
+	// The last claim of each job: the one with the highest attempt in the
+	// latest epoch (a requeue starts the attempts again), since every claim
+	// of a job counts one more attempt than the one before. In short-job
+	// mode a hand-out counts no attempt, so the per-job claim of a worker
+	// that took the lane over from a vanished holder shows the same
+	// attempt as that holder's hand-out, and is the later one whatever the
+	// order the handlers started in (a worker prefetches: a frozen one
+	// starts a hand-out's handler long after it got it). A short hand-out
+	// after a per-job claim would show the next attempt.
 	last := map[quick.ID]ClaimRec{}
 	claimedTokens := map[quick.ID]map[uint64]bool{}
+	type claimAt struct {
+		id             quick.ID
+		epoch, attempt int
+	}
+	atAttempt := map[claimAt]ClaimRec{}
 	for _, c := range h.Claims {
-		if l, ok := last[c.ID]; !ok || c.Attempt > l.Attempt {
+		if l, ok := last[c.ID]; !ok || claimedAfter(c, l) {
 			last[c.ID] = c
 		}
 		if claimedTokens[c.ID] == nil {
 			claimedTokens[c.ID] = map[uint64]bool{}
 		}
 		claimedTokens[c.ID][c.Token] = true
+		// A job stored once is claimed once per attempt: two claims of
+		// one attempt are two copies of the job, or a job handed out
+		// twice in short-job mode without a takeover. The one pair that
+		// shares an attempt is a short hand-out and the per-job claim of
+		// the worker that took the lane over.
+		k := claimAt{c.ID, c.Epoch, c.Attempt}
+		if o, dup := atAttempt[k]; dup && o.Short == c.Short {
+			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
+				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"), describeRuns(h.Runs, c.ID))
+		}
+		atAttempt[k] = c
 	}
 	runs := map[quick.ID][]RunRec{}
 	for _, r := range h.Runs {
@@ -85,15 +135,28 @@ func Check(h History) Verdict {
 			switch {
 			case !claimedTokens[id][c.Token]:
 				v.violate("job %s: a completion committed under token %x, which no claim handed out", id, c.Token)
-			case ok && c.Token != l.Token:
-				v.violate("job %s: a completion committed under stale token %x (attempt %d); the last claim was token %x (attempt %d)",
-					id, c.Token, c.Attempt, l.Token, l.Attempt)
+			case ok && (c.Token != l.Token || c.Attempt != l.Attempt || c.Worker != l.Worker):
+				// The worker and attempt too: a short-job hand-out keeps
+				// the job's stored token, so two hand-outs of one job may
+				// show the same token, and only the holder tells them apart.
+				v.violate("job %s: a completion committed under stale token %x (attempt %d, %s); the last claim was token %x (attempt %d, %s)",
+					id, c.Token, c.Attempt, c.Worker, l.Token, l.Attempt, l.Worker)
 			}
 		}
 	}
 
 	dead := set(h.Dead)
 	pending := set(h.Pending)
+	stored := map[quick.ID]int{}
+	for _, id := range append(slices.Clone(h.Pending), h.Dead...) {
+		stored[id]++
+	}
+	for id, n := range stored {
+		if n > 1 {
+			v.violate("job %s is stored %d times at the end (queued or dead-lettered): a job enqueued once must exist once", id, n)
+		}
+	}
+	tenants := map[string]bool{}
 	enqueued := map[quick.ID]JobRec{}
 	logical := map[[2]int]quick.ID{}
 	for _, j := range h.Jobs {
@@ -120,6 +183,19 @@ func Check(h History) Verdict {
 		if dead[j.ID] {
 			v.DeadLettered++
 		}
+		tenants[j.Tenant] = true
+		if short[j.ID] {
+			v.Short++
+		}
+		if last[j.ID].Epoch > 0 {
+			v.Requeued++
+		}
+		switch {
+		case j.Kind == KindCheckpoint && n > 0:
+			v.Resumed++
+		case j.Kind == KindSlow && n > 0:
+			v.Slow++
+		}
 		switch {
 		case j.Kind == KindLarge:
 			v.Large++
@@ -128,7 +204,14 @@ func Check(h History) Verdict {
 		case j.Kind == KindExhaust && n > 0:
 			v.ExhaustCompleted++
 		}
-		if len(runs[j.ID]) == 0 {
+		switch {
+		case len(runs[j.ID]) > 0:
+		case j.Kind == KindExhaust && dead[j.ID]:
+			// Its one attempt was spent by a claim whose worker was
+			// killed before it started the handler (a worker prefetches
+			// claimed jobs): dead-lettered as its attempts say.
+			v.ExhaustedUnrun++
+		default:
 			v.violate("job %s (%s) never ran", j.ID, j.Kind)
 		}
 		switch {
@@ -143,6 +226,8 @@ func Check(h History) Verdict {
 		case j.Kind == KindExhaust && !dead[j.ID] && n == 0:
 			v.violate("job %s (exhaust) was lost: neither dead-lettered nor completed", j.ID)
 		case j.Kind == KindExhaust:
+		case j.Kind == KindCheckpoint && n > 0 && completions[j.ID][0].Attempt < 2 && last[j.ID].Epoch == 0:
+			v.violate("job %s (checkpoint) completed on attempt %d, before any run that checkpointed and failed", j.ID, completions[j.ID][0].Attempt)
 		case j.Kind != KindPoison && dead[j.ID]:
 			v.violate("job %s (%s) was dead-lettered", j.ID, j.Kind)
 		case j.Kind != KindPoison && n == 0:
@@ -158,6 +243,15 @@ func Check(h History) Verdict {
 		if _, ok := enqueued[id]; !ok {
 			v.violate("job %s is in the queue but no producer enqueued it", id)
 		}
+	}
+	v.Tenants = len(tenants)
+	cronPending := set(h.CronPending)
+	for _, id := range h.IndexLeft {
+		if pending[id] || cronPending[id] {
+			continue // still queued: its entry says where
+		}
+		j := enqueued[id]
+		v.violate("job %s (%s/%s, completed %d times, dead %v): its lookup index entry (S (2, \"i\")) is left with every job finished", id, j.TaskType, j.Kind, len(completions[id]), dead[id])
 	}
 	checkCron(h, completions, &v)
 	sort.Strings(v.Violations)
@@ -274,4 +368,35 @@ func set(ids []quick.ID) map[quick.ID]bool {
 		m[id] = true
 	}
 	return m
+}
+
+// describeRuns lists a job's runs, for a violation's report.
+func describeRuns(runs []RunRec, id quick.ID) string {
+	var out []string
+	for _, r := range runs {
+		if r.ID != id {
+			continue
+		}
+		s := fmt.Sprintf("%s %s-%s", r.Worker, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"))
+		if r.Err != "" {
+			s += " (" + r.Err + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}
+
+// claimedAfter says whether claim c of a job came after claim l: a later
+// epoch, a higher attempt, or at one attempt the per-job claim of a
+// takeover after the short hand-out; else the later recorded.
+func claimedAfter(c, l ClaimRec) bool {
+	switch {
+	case c.Epoch != l.Epoch:
+		return c.Epoch > l.Epoch
+	case c.Attempt != l.Attempt:
+		return c.Attempt > l.Attempt
+	case c.Short != l.Short:
+		return !c.Short
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +39,10 @@ func cleanHistory() History {
 			{ID: c1, Token: 6, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second), Schedule: "chain"},
 		},
 		Completions: []CompletionRec{
-			{ID: a, Token: 1, Attempt: 1},
-			{ID: b, Token: 3, Attempt: 2},
-			{ID: c0, Token: 5, Schedule: "chain", ScheduledAt: t0},
-			{ID: c1, Token: 6, Schedule: "chain", ScheduledAt: t0.Add(time.Second)},
+			{ID: a, Token: 1, Attempt: 1, Worker: "w1"},
+			{ID: b, Token: 3, Attempt: 2, Worker: "w2"},
+			{ID: c0, Token: 5, Attempt: 1, Worker: "w2", Schedule: "chain", ScheduledAt: t0},
+			{ID: c1, Token: 6, Attempt: 1, Worker: "w1", Schedule: "chain", ScheduledAt: t0.Add(time.Second)},
 		},
 		Dead:        []quick.ID{p},
 		CronPending: []quick.ID{c2},
@@ -68,13 +69,13 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 		want  string
 	}{
 		{"duplicate completion", func(h *History) {
-			h.Completions = append(h.Completions, CompletionRec{ID: h.Jobs[0].ID, Token: 1, Attempt: 1})
+			h.Completions = append(h.Completions, CompletionRec{ID: h.Jobs[0].ID, Token: 1, Attempt: 1, Worker: "w1"})
 		}, "completed 2 times"},
 		{"lost job", func(h *History) {
 			h.Completions = h.Completions[1:] // job a's completion never committed
 		}, "was lost"},
 		{"stale-token write", func(h *History) {
-			h.Completions[1].Token, h.Completions[1].Attempt = 2, 1 // b completed by the paused w1
+			h.Completions[1].Token, h.Completions[1].Attempt, h.Completions[1].Worker = 2, 1, "w1" // b completed by the paused w1
 		}, "stale token"},
 		{"token never claimed", func(h *History) {
 			h.Completions[0].Token = 99
@@ -143,6 +144,71 @@ func TestCheckerReportsPlantedViolations(t *testing.T) {
 			h.CronPending = nil
 			h.CronEntries[0] = CronEntry{Name: "chain"}
 		}, "chain chain is broken"},
+		{"job stored twice", func(h *History) {
+			h.Completions = h.Completions[1:]
+			h.Pending = []quick.ID{h.Jobs[0].ID, h.Jobs[0].ID}
+		}, "stored 2 times"},
+		{"job queued and dead", func(h *History) {
+			h.Pending = []quick.ID{h.Jobs[2].ID}
+		}, "must exist once"},
+		{"job claimed twice at one attempt", func(h *History) {
+			h.Claims = append(h.Claims, ClaimRec{ID: h.Jobs[0].ID, Token: 70, Attempt: 1, Worker: "w3"})
+		}, "claimed twice at attempt 1"},
+		{"short-mode holder wrote after a later hand-out", func(h *History) {
+			s := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindTransient, Producer: 4, TaskType: shortType})
+			// w1's hand-out at attempt 1 lapsed; w2 took the lane over,
+			// claimed it at attempt 1 and failed it (its token cleared);
+			// w3 handed it out at attempt 2; then the paused w1 completes:
+			// the job's token is 0 for both hand-outs.
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
+				ClaimRec{ID: s, Attempt: 2, Worker: "w3", Short: true})
+			h.Runs = append(h.Runs, RunRec{ID: s})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
+		}, "stale token"},
+		{"short-mode hand-out made twice", func(h *History) {
+			s := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType})
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Token: 1, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 2, Attempt: 1, Worker: "w2", Short: true})
+			h.Runs = append(h.Runs, RunRec{ID: s})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Token: 2, Attempt: 1, Worker: "w2"})
+		}, "claimed twice at attempt 1"},
+		{"short-mode holder wrote after the takeover", func(h *History) {
+			s := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType})
+			// w1's hand-out (job token 0), then w2's per-job claim of
+			// the lane it took over, at the same attempt; w1 completes.
+			h.Claims = append(h.Claims, ClaimRec{ID: s, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"})
+			h.Runs = append(h.Runs, RunRec{ID: s})
+			h.Completions = append(h.Completions, CompletionRec{ID: s, Attempt: 1, Worker: "w1"})
+		}, "stale token"},
+		{"completion before the requeue", func(h *History) {
+			r := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: r, Kind: KindRequeue, Producer: 4})
+			h.Claims = append(h.Claims, ClaimRec{ID: r, Token: 90, Attempt: 1}, ClaimRec{ID: r, Token: 91, Attempt: 1, Epoch: 1})
+			h.Runs = append(h.Runs, RunRec{ID: r})
+			h.Completions = append(h.Completions, CompletionRec{ID: r, Token: 90, Attempt: 1})
+		}, "stale token"},
+		{"requeue job left dead", func(h *History) {
+			r := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: r, Kind: KindRequeue, Producer: 4})
+			h.Claims = append(h.Claims, ClaimRec{ID: r, Token: 90, Attempt: 1})
+			h.Runs = append(h.Runs, RunRec{ID: r})
+			h.Dead = append(h.Dead, r)
+		}, "was dead-lettered"},
+		{"checkpoint job completed at once", func(h *History) {
+			c := quick.NewID(time.Unix(1_900_000_000, 0))
+			h.Jobs = append(h.Jobs, JobRec{ID: c, Kind: KindCheckpoint, Producer: 4})
+			h.Claims = append(h.Claims, ClaimRec{ID: c, Token: 95, Attempt: 1})
+			h.Runs = append(h.Runs, RunRec{ID: c})
+			h.Completions = append(h.Completions, CompletionRec{ID: c, Token: 95, Attempt: 1})
+		}, "before any run that checkpointed"},
+		{"lookup index left", func(h *History) {
+			h.IndexLeft = []quick.ID{h.Jobs[0].ID}
+		}, "lookup index entry"},
+		{"handler saw a wrong checkpoint", func(h *History) {
+			h.HandlerProblems = []string{"job x (checkpoint) resumed from checkpoint \"\", stored \"ckpt:x\""}
+		}, "resumed from checkpoint"},
 		{"edited chain doubled", func(h *History) {
 			h.CronEdited = map[string]bool{"chain": true}
 			h.CronRecreated = map[string]bool{"chain": true}
@@ -195,5 +261,50 @@ func TestCheckerCountsWhatIsNoViolation(t *testing.T) {
 	}
 	if v.Exhausted != 1 || v.Large != 1 || v.CronDeadLettered != 1 || v.CronAbandoned != 1 {
 		t.Fatalf("counts: %+v", v)
+	}
+}
+
+// TestCheckerPassesZonesHistories: a short-mode hand-out followed by the
+// per-job claim of the worker that took the lane over (same attempt, later),
+// a job requeued from the dead letters (attempts start again), and a
+// checkpointing job completed on its second attempt are clean.
+func TestCheckerPassesZonesHistories(t *testing.T) {
+	h := cleanHistory()
+	t0 := time.Unix(1_900_000_000, 0)
+	s, r, c := quick.NewID(t0), quick.NewID(t0), quick.NewID(t0)
+	h.Jobs = append(h.Jobs,
+		JobRec{ID: s, Kind: KindNormal, Producer: 4, TaskType: shortType, Tenant: "t00"},
+		JobRec{ID: r, Kind: KindRequeue, Producer: 4, Seq: 1, TaskType: workType, Tenant: "t01"},
+		JobRec{ID: c, Kind: KindCheckpoint, Producer: 4, Seq: 2, TaskType: workType, Tenant: "t02"})
+	h.Claims = append(h.Claims,
+		ClaimRec{ID: s, Token: 0, Attempt: 1, Worker: "w1", Short: true}, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"},
+		ClaimRec{ID: r, Token: 90, Attempt: 1}, ClaimRec{ID: r, Token: 91, Attempt: 1, Epoch: 1},
+		ClaimRec{ID: c, Token: 95, Attempt: 1}, ClaimRec{ID: c, Token: 96, Attempt: 2})
+	h.Runs = append(h.Runs, RunRec{ID: s}, RunRec{ID: r}, RunRec{ID: c})
+	h.Completions = append(h.Completions,
+		CompletionRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"}, CompletionRec{ID: r, Token: 91, Attempt: 1}, CompletionRec{ID: c, Token: 96, Attempt: 2})
+	v := Check(h)
+	if len(v.Violations) != 0 {
+		t.Fatalf("violations: %v", v.Violations)
+	}
+	if v.Short != 1 || v.Requeued != 1 || v.Resumed != 1 || v.Tenants != 4 {
+		t.Fatalf("counts: %+v", v)
+	}
+	// The frozen w1 prefetched its hand-out and started the handler only
+	// after w2's takeover claim: recorded in that order, still clean.
+	h.Claims = slices.DeleteFunc(h.Claims, func(c ClaimRec) bool { return c.ID == s })
+	h.Claims = append(h.Claims, ClaimRec{ID: s, Token: 80, Attempt: 1, Worker: "w2"}, ClaimRec{ID: s, Token: 0, Attempt: 1, Worker: "w1", Short: true})
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("a takeover's claim recorded before the hand-out it took over: %v", v.Violations)
+	}
+}
+
+// TestCheckerLeavesTheIndexOfQueuedJobs: a cron chain's pending occurrence
+// keeps its lookup index entry.
+func TestCheckerLeavesTheIndexOfQueuedJobs(t *testing.T) {
+	h := cleanHistory()
+	h.IndexLeft = h.CronPending
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("violations: %v", v.Violations)
 	}
 }

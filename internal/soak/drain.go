@@ -2,11 +2,7 @@ package soak
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
 	"time"
-
-	"github.com/quickfdb/quickfdb/quick"
 )
 
 // The drain waits for the work jobs to finish. It has no deadline: a slow
@@ -20,17 +16,23 @@ const (
 	drainStalls = 150
 )
 
-// drain polls until no work job is queued (true) or the queue stalls or
-// ctx ends (false).
-func drain(ctx context.Context, q *quick.Queue) bool {
+// drain polls until no work job is queued and none waits dead for its
+// requeue (true), or the queue stalls or ctx ends (false).
+func (h *harness) drain(ctx context.Context) bool {
 	var last uint64
 	stalls := 0
 	for {
-		n, fp, err := queuedFingerprint(ctx, q, workType)
+		queued, fp, err := h.queued(ctx, h.workTypes())
+		n := 0
+		for _, ids := range queued {
+			n += len(ids)
+		}
 		switch {
 		case err != nil:
 			// A failed read is not progress, nor a stall of the queue.
-		case n == 0:
+		case n == 0 && !h.requeuePass(ctx):
+			// Requeue after counting: a job dead-lettered since the
+			// count is found by the pass and the poll goes on.
 			return true
 		case fp == last:
 			stalls++
@@ -41,27 +43,5 @@ func drain(ctx context.Context, q *quick.Queue) bool {
 			return false
 		}
 		sleep(ctx, drainPoll)
-	}
-}
-
-// queuedFingerprint counts a task type's queued jobs and hashes their IDs,
-// states and attempts.
-func queuedFingerprint(ctx context.Context, q *quick.Queue, tt string) (int, uint64, error) {
-	h := fnv.New64a()
-	n := 0
-	var after quick.Cursor
-	for {
-		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, j := range page.Jobs {
-			fmt.Fprintf(h, "%s %v %d;", j.ID, j.State, j.Attempt)
-			n++
-		}
-		if page.Next == "" {
-			return n, h.Sum64(), nil
-		}
-		after = page.Next
 	}
 }

@@ -29,16 +29,23 @@ func chainSchedule(cfg Config, i int) cron.Schedule {
 // run meanwhile, so each edit races completions. At the end every chain is
 // registered again as last edited, so a Remove whose Register failed
 // leaves no chain removed.
-func (h *harness) editCron(ctx context.Context, q *quick.Queue, chains []cron.Schedule) {
+func (h *harness) editCron(ctx context.Context, chains []cron.Schedule) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, 200))
 	altSpec := "@every 2s"
 	if h.cfg.CronSpec == altSpec {
 		altSpec = "@every 1s"
 	}
+	// The queue handle of the layout of the moment: an edit enqueues the
+	// chain's next occurrence.
+	var q *quick.Queue
 	run := func(f func(context.Context) error) {
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := f(ectx); err != nil {
+		var err error
+		if q, err = h.admin(ectx, false); err == nil {
+			err = f(ectx)
+		}
+		if err != nil {
 			h.logger.Warn("soak: cron edit", "err", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
@@ -34,12 +35,16 @@ type completion struct {
 // their first attempt, complete through Job.CompleteWith with a history
 // record written in the completing transaction; poison jobs always fail.
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
-	return func(ctx context.Context, job *worker.RawJob) error {
+	return func(ctx context.Context, job *worker.RawJob) (err error) {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid})
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now(), Short: isShort(l)})
 		start := time.Now()
 		defer func() {
-			h.rec.run(RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()})
+			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()}
+			if err != nil {
+				r.Err = err.Error()
+			}
+			h.rec.run(r)
 		}()
 		var p payload
 		if err := json.Unmarshal(job.Args, &p); err != nil {
@@ -52,8 +57,34 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		if err := h.work(ctx, clk); err != nil {
 			return err
 		}
-		if p.Kind == KindPoison || p.Kind == KindTransient && l.Attempt == 1 {
+		switch p.Kind {
+		case KindPoison:
 			return errors.New(p.Kind + " failure")
+		case KindTransient:
+			if l.Attempt == 1 {
+				return errors.New(p.Kind + " failure")
+			}
+		case KindRequeue:
+			if h.epoch(l.ID) == 0 {
+				return errors.New("failing until requeued")
+			}
+		case KindSlow:
+			select {
+			case <-clk.After(h.cfg.SlowFor):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		case KindCheckpoint:
+			want := "ckpt:" + l.ID.String()
+			if len(l.Checkpoint) == 0 {
+				if err := job.Checkpoint(ctx, []byte(want)); err != nil {
+					return err
+				}
+				return errors.New("checkpointed; failing once")
+			}
+			if string(l.Checkpoint) != want {
+				h.rec.problem(fmt.Sprintf("job %s (checkpoint) resumed from checkpoint %q, stored %q", l.ID, l.Checkpoint, want))
+			}
 		}
 		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
 			h.record(tr, l.ID, leasetoken.Of(l), completion{Worker: wid, Attempt: l.Attempt})
@@ -115,4 +146,12 @@ func (h *harness) record(tr kv.Transaction, id quick.ID, token uint64, c complet
 	_, _ = rand.Read(nonce[:])
 	v, _ := json.Marshal(c)
 	tr.Set(h.histKey(id, token, nonce[:]), v)
+}
+
+// isShort says whether a lease is a short-job hand-out (quick.Lease.Short
+// of the zones layout, asserted so that the soak builds on either layout's
+// branch).
+func isShort(l quick.Lease) bool {
+	s, ok := any(l).(interface{ Short() bool })
+	return ok && s.Short()
 }

@@ -18,6 +18,15 @@ const (
 	// ends dead-lettered by the claim that finds its attempt spent, or, if
 	// no claim came before the frozen worker woke, completed by it.
 	KindExhaust = "exhaust"
+	// KindCheckpoint checkpoints and fails on the run that finds no
+	// checkpoint, and completes on the run that resumes from it: it must
+	// end completed by a run that saw its checkpoint.
+	KindCheckpoint = "checkpoint"
+	// KindRequeue has one attempt and fails until the harness has requeued
+	// it from the dead letters: it must end completed.
+	KindRequeue = "requeue"
+	// KindSlow runs for Config.SlowFor, longer than a short-job lane lease.
+	KindSlow = "slow"
 )
 
 // JobRec is a work job a producer enqueued.
@@ -26,6 +35,8 @@ type JobRec struct {
 	Kind     string
 	Producer int
 	Seq      int
+	TaskType string
+	Tenant   string
 	// Uncertain is set when the enqueue call failed, so the job may or may
 	// not exist; it must then be finished if it exists at all.
 	Uncertain bool
@@ -37,6 +48,14 @@ type ClaimRec struct {
 	Token   uint64
 	Attempt int
 	Worker  string
+	// Epoch is how many times the job had been requeued from the dead
+	// letters when it was claimed: a requeue starts its attempts again.
+	Epoch int
+	// At is when the handler started (real time), for the reports.
+	At time.Time
+	// Short is set for a job handed out in short-job mode (under its lane
+	// lease, its attempt not counted), not claimed with a lease of its own.
+	Short bool
 }
 
 // RunRec is one run of a handler.
@@ -46,6 +65,7 @@ type RunRec struct {
 	Worker     string
 	Start, End time.Time
 	Schedule   string // cron occurrences: the schedule's name
+	Err        string // what the handler returned, for the reports
 }
 
 // CompletionRec is a committed completion, read back from the history
@@ -98,19 +118,39 @@ type History struct {
 	CronRecreated map[string]bool
 	// TooLarge counts commits that failed with 2101 transaction_too_large.
 	TooLarge int64
+	// Layout is Config.Layout.
+	Layout string
+	// IndexLeft lists the jobs whose zones lookup index entries are left
+	// at the end, when every job is finished.
+	IndexLeft []quick.ID
+	// HandlerProblems are violations the handlers saw as they ran (a
+	// checkpoint resumed with other bytes than it stored).
+	HandlerProblems []string
 }
 
 // recorder collects the in-memory part of the history from many goroutines.
 type recorder struct {
-	mu     sync.Mutex
-	jobs   []JobRec
-	claims []ClaimRec
-	runs   []RunRec
+	mu       sync.Mutex
+	jobs     []JobRec
+	kinds    map[quick.ID]string
+	claims   []ClaimRec
+	runs     []RunRec
+	problems []string
 }
 
 func (r *recorder) job(j JobRec) {
 	r.mu.Lock()
 	r.jobs = append(r.jobs, j)
+	if r.kinds == nil {
+		r.kinds = map[quick.ID]string{}
+	}
+	r.kinds[j.ID] = j.Kind
+	r.mu.Unlock()
+}
+
+func (r *recorder) problem(s string) {
+	r.mu.Lock()
+	r.problems = append(r.problems, s)
 	r.mu.Unlock()
 }
 

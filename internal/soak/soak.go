@@ -53,8 +53,17 @@ type Report struct {
 	NaturalConfl int64 `json:"natural_conflicts"`
 	// DrainStalled is set when the queue stopped changing for drainStalls
 	// polls in a row with work jobs still queued.
-	DrainStalled bool    `json:"drain_stalled"`
-	Verdict      Verdict `json:"verdict"`
+	DrainStalled bool `json:"drain_stalled"`
+	// The zones layout: lane resizes done (and failed), whether automatic
+	// idempotency was available to the producers asked to use it, when the
+	// migrate layout switched (seconds into the run) and how many backlog
+	// jobs it left in schema 1.
+	Resizes         int64   `json:"resizes,omitempty"`
+	ResizeErrors    int64   `json:"resize_errors,omitempty"`
+	AutoIdempotency bool    `json:"auto_idempotency,omitempty"`
+	MigratedAfter   float64 `json:"migrated_after_s,omitempty"`
+	Backlog         int64   `json:"backlog,omitempty"`
+	Verdict         Verdict `json:"verdict"`
 }
 
 // harness is one soak run's shared state.
@@ -64,6 +73,10 @@ type harness struct {
 	cnt   *kv.CountedDB
 	space tuple.Subspace // the queue's
 	hist  tuple.Subspace // completion records
+	// tenantData holds the zones of the tenants that keep them in a
+	// subspace of their own (ownSpace), outside the queue's.
+	tenantData tuple.Subspace
+	zoneCounters
 	rec   recorder
 	chaos atomic.Bool
 	// handlers counts running handlers, each until its completing
@@ -148,7 +161,7 @@ func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
 			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict,
 			TimedOutCommitted: cfg.TimedOutCommitted, TimedOutNotCommitted: cfg.TimedOutNotCommitted,
 			CancelledCommitted: cfg.CancelledCommitted, CancelledNotCommitted: cfg.CancelledNotCommitted}),
-		space: base.Sub("q"), hist: base.Sub("hist"),
+		space: base.Sub("q"), hist: base.Sub("hist"), tenantData: base.Sub("tenants"),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 7)),
 		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		edited:    map[string]bool{},
@@ -163,14 +176,10 @@ func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
 	return h.hist.Pack(tuple.Tuple{tuple.UUID(id), t[:], nonce})
 }
 
-// openQueue opens a queue handle on clk: every worker has its own, since a
-// quick.Queue takes its time from its options.
+// openQueue opens a queue handle on clk in the current layout: every
+// worker has its own, since a quick.Queue takes its time from its options.
 func (h *harness) openQueue(ctx context.Context, clk clock.Clock) (*quick.Queue, error) {
-	return quick.Open(ctx, h.db, h.space, quick.Options{
-		Clock:   clk,
-		Backoff: func(int) time.Duration { return 200 * time.Millisecond },
-		Logger:  h.logger,
-	})
+	return quick.Open(ctx, h.db, h.space, h.queueOptions(clk, h.layoutNow(), false))
 }
 
 // Run runs one soak on memkv with FDB's latencies and returns the checker's
@@ -196,7 +205,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		h.logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	rep := Report{Config: cfg}
-	admin, err := h.openQueue(ctx, clock.Real())
+	admin, err := h.admin(ctx, false)
 	if err != nil {
 		return rep, err
 	}
@@ -247,7 +256,43 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			h.produce(chaosCtx, admin, p)
+			h.produce(chaosCtx, p)
+		}()
+	}
+	if cfg.zones() && cfg.ResizeEvery > 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			h.resize(chaosCtx)
+		}()
+	}
+	if cfg.RequeueShare > 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			h.requeueLoop(chaosCtx)
+		}()
+	}
+	if cfg.Layout == LayoutMigrate {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			h.migrate(chaosCtx, func() {
+				// A rolling replacement, one worker at a time, as a
+				// deployment would do it; each old one crashes.
+				mu.Lock()
+				old := slices.Clone(workers)
+				mu.Unlock()
+				for _, w := range old {
+					mu.Lock()
+					if i := slices.Index(workers, w); i >= 0 {
+						w.Kill()
+						workers = append(workers[:i], workers[i+1:]...)
+						_ = start()
+					}
+					mu.Unlock()
+				}
+			})
 		}()
 	}
 	bg.Add(1)
@@ -279,7 +324,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
-			h.editCron(chaosCtx, admin, chains)
+			h.editCron(chaosCtx, chains)
 		}()
 	}
 	<-chaosCtx.Done()
@@ -287,7 +332,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	h.chaos.Store(false)
 	fmt.Fprintf(log, "soak: chaos phase over after %v: %d kills, %d pauses, %d exhausting pauses, %d cron edits; draining\n",
 		time.Since(started).Round(time.Millisecond), h.kills.Load(), h.pause.Load(), h.exhaustPauses.Load(), h.edits.Load())
-	rep.DrainStalled = !drain(ctx, admin)
+	rep.DrainStalled = !h.drain(ctx)
 	// Kill, not stop: a graceful stop would release jobs and leave the
 	// registry, writes the checker does not need racing its reads.
 	for _, w := range all {
@@ -303,6 +348,11 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	hist, err := h.history(ctx, admin)
 	if err != nil {
 		return rep, err
+	}
+	rep.Resizes, rep.ResizeErrors, rep.Backlog = h.resizes.Load(), h.resizeErrs.Load(), h.backlogged.Load()
+	rep.AutoIdempotency = cfg.AutoIdemProducers > 0 && cfg.zones() && h.autoIdemAvailable()
+	if at := h.migratedAt.Load(); at != 0 {
+		rep.MigratedAfter = time.Unix(0, at).Sub(started).Seconds()
 	}
 	rep.Verdict = Check(hist)
 	rep.Elapsed = time.Since(started).Seconds()
@@ -323,60 +373,78 @@ func (h *harness) rngExp() float64 {
 // produce enqueues this producer's share of the rate until ctx ends. Each
 // enqueue runs to its end even when the phase ends, so every job is known
 // to exist or not; one that fails outright is recorded as uncertain.
-func (h *harness) produce(ctx context.Context, q *quick.Queue, p int) {
+func (h *harness) produce(ctx context.Context, p int) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, uint64(100+p)))
 	per := time.Duration(float64(time.Second) * float64(h.cfg.Producers) / h.cfg.Rate)
+	c := h.cfg
 	for n := 0; ; n++ {
 		if !sleep(ctx, per) {
 			return
 		}
-		kind, maxAttempts, pad := KindNormal, 0, 0
+		kind := KindNormal
 		r := rng.Float64()
 		if p == 0 { // producer 0 starts with one job of each special kind
 			switch {
-			case n == 0 && h.cfg.ExhaustShare > 0:
-				r = h.cfg.PoisonShare + h.cfg.TransientShare
-			case n == 1 && h.cfg.LargeShare > 0:
-				r = h.cfg.PoisonShare + h.cfg.TransientShare + h.cfg.ExhaustShare
-			case n == 2 && h.cfg.PoisonShare > 0:
+			case n == 0 && c.ExhaustShare > 0:
+				r = c.PoisonShare + c.TransientShare
+			case n == 1 && c.LargeShare > 0:
+				r = c.PoisonShare + c.TransientShare + c.ExhaustShare
+			case n == 2 && c.PoisonShare > 0:
 				r = 0
 			}
 		}
-		switch {
-		case r < h.cfg.PoisonShare:
-			kind, maxAttempts = KindPoison, h.cfg.PoisonAttempts
-		case r < h.cfg.PoisonShare+h.cfg.TransientShare:
-			kind = KindTransient
-		case r < h.cfg.PoisonShare+h.cfg.TransientShare+h.cfg.ExhaustShare:
-			kind, maxAttempts = KindExhaust, 1
-		case r < h.cfg.PoisonShare+h.cfg.TransientShare+h.cfg.ExhaustShare+h.cfg.LargeShare:
-			kind, pad = KindLarge, 1+rng.IntN(h.cfg.LargeBytes)
+		for _, k := range []struct {
+			share float64
+			kind  string
+		}{
+			{c.PoisonShare, KindPoison}, {c.TransientShare, KindTransient}, {c.ExhaustShare, KindExhaust},
+			{c.LargeShare, KindLarge}, {c.CheckpointShare, KindCheckpoint}, {c.RequeueShare, KindRequeue},
+			{c.SlowShare, KindSlow},
+		} {
+			if r < k.share {
+				kind = k.kind
+				break
+			}
+			r -= k.share
 		}
-		body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
-		id := q.NewID()
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: workType, Payload: body, MaxAttempts: maxAttempts})
-		cancel()
-		h.rec.job(JobRec{ID: id, Kind: kind, Producer: p, Seq: n, Uncertain: err != nil})
+		tt := workType
+		if c.ShortShare > 0 && rng.Float64() < c.ShortShare {
+			tt = shortType
+		}
+		var delay time.Duration
+		if c.DelayedShare > 0 && rng.Float64() < c.DelayedShare {
+			delay = time.Duration(rng.Int64N(int64(c.DelayMax)))
+		}
+		q, err := h.admin(ctx, p < c.AutoIdemProducers)
+		if err != nil {
+			h.logger.Warn("soak: open a producer's queue", "err", err)
+			continue
+		}
+		h.enqueueOne(ctx, q, rng, p, n, tt, kind, delay)
 	}
 }
 
-func listAll(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
-	var out []quick.ID
-	var after quick.Cursor
-	for {
-		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range page.Jobs {
-			out = append(out, j.ID)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
+// enqueueOne enqueues producer p's job n and records it.
+func (h *harness) enqueueOne(ctx context.Context, q *quick.Queue, rng *rand.Rand, p, n int, tt, kind string, delay time.Duration) {
+	maxAttempts, pad := 0, 0
+	switch kind {
+	case KindPoison:
+		maxAttempts = h.cfg.PoisonAttempts
+	case KindExhaust, KindRequeue:
+		maxAttempts = 1
+	case KindLarge:
+		pad = 1 + rng.IntN(h.cfg.LargeBytes)
 	}
+	tenant := h.pickTenant(rng)
+	body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
+	id := q.NewID()
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: tt, ItemSpace: tenant, Payload: body, MaxAttempts: maxAttempts, Delay: delay})
+	cancel()
+	if err != nil {
+		h.logger.Warn("soak: enqueue", "id", id, "err", err)
+	}
+	h.rec.job(JobRec{ID: id, Kind: kind, Producer: p, Seq: n, TaskType: tt, Tenant: tenant, Uncertain: err != nil})
 }
 
 func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
@@ -401,7 +469,7 @@ func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error
 // the completion records, the jobs still queued and the dead letters.
 func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) {
 	h.rec.mu.Lock()
-	hist := History{Jobs: h.rec.jobs, Claims: h.rec.claims, Runs: h.rec.runs}
+	hist := History{Jobs: h.rec.jobs, Claims: h.rec.claims, Runs: h.rec.runs, Layout: h.cfg.Layout}
 	h.rec.mu.Unlock()
 	entries, err := cron.List(ctx, q)
 	if err != nil {
@@ -410,24 +478,32 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	for _, e := range entries {
 		hist.CronEntries = append(hist.CronEntries, CronEntry{Name: e.Name, Alive: e.Alive, Next: e.Next, NextID: e.NextID})
 	}
-	if hist.Pending, err = listAll(ctx, q, workType); err != nil {
+	queued, _, err := h.queued(ctx, h.allTypes())
+	if err != nil {
 		return hist, err
 	}
-	for _, tt := range cronTypes {
-		ids, err := listAll(ctx, q, tt)
-		if err != nil {
-			return hist, err
-		}
+	for _, tt := range h.workTypes() {
+		hist.Pending = append(hist.Pending, queued[tt]...)
 		dead, err := listDead(ctx, q, tt)
 		if err != nil {
 			return hist, err
 		}
-		hist.CronPending = append(hist.CronPending, ids...)
+		hist.Dead = append(hist.Dead, dead...)
+	}
+	for _, tt := range cronTypes {
+		dead, err := listDead(ctx, q, tt)
+		if err != nil {
+			return hist, err
+		}
+		hist.CronPending = append(hist.CronPending, queued[tt]...)
 		hist.CronDead = append(hist.CronDead, dead...)
 	}
-	if hist.Dead, err = listDead(ctx, q, workType); err != nil {
+	if hist.IndexLeft, err = h.indexLeft(ctx); err != nil {
 		return hist, err
 	}
+	h.rec.mu.Lock()
+	hist.HandlerProblems = slices.Clone(h.rec.problems)
+	h.rec.mu.Unlock()
 	h.editMu.Lock()
 	hist.CronEdited, hist.CronRecreated = maps.Clone(h.edited), maps.Clone(h.recreated)
 	h.editMu.Unlock()
@@ -468,8 +544,8 @@ func (r Report) WriteSummary(w io.Writer) {
 	if engine == "" {
 		engine = "a kv.Database"
 	}
-	fmt.Fprintf(w, "soak: %.1fs on %s, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
-		r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
+	fmt.Fprintf(w, "soak (%s): %.1fs on %s, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
+		r.Config.layout(), r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
@@ -483,6 +559,19 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains (fewest for one chain: %d), %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
 		v.CronCompleted, v.CronChains, v.CronFewest, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
 	fmt.Fprintf(w, "oversized transactions:  %d\n", v.TooLarge)
+	if r.Config.zones() {
+		idem := "not in this engine: markers"
+		if r.AutoIdempotency {
+			idem = "on"
+		}
+		fmt.Fprintf(w, "zones:                   layout %s, %d tenants (%d own subspaces, hot share %.2f), %d short-job, %d lane resizes (%d failed), pointer lease %v\n",
+			r.Config.Layout, v.Tenants, r.Config.ownSpaces(), r.Config.HotShare, v.Short, r.Resizes, r.ResizeErrors, r.Config.PointerLease)
+		fmt.Fprintf(w, "zones jobs:              %d completed after a requeue, %d resumed from a checkpoint, %d slow (%v); automatic idempotency for %d producer(s): %s\n",
+			v.Requeued, v.Resumed, v.Slow, r.Config.SlowFor, r.Config.AutoIdemProducers, idem)
+		if r.Config.Layout == LayoutMigrate {
+			fmt.Fprintf(w, "migration:               switched to zones %.1fs in, %d backlog jobs left in schema 1\n", r.MigratedAfter, r.Backlog)
+		}
+	}
 	if r.DrainStalled {
 		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")
 	}
@@ -505,7 +594,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // WriteTotals sums the figures of several soaks (the full mode's seeds).
 func WriteTotals(w io.Writer, reps []Report) {
-	var jobs, lost, stale, chains, doubled, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
+	var jobs, lost, stale, chains, doubled, dupJobs, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
 	var kills, pauses, unkC, unkN, confl, inCommit int64
 	for _, r := range reps {
 		v := r.Verdict
@@ -525,6 +614,8 @@ func WriteTotals(w io.Writer, reps []Report) {
 		inCommit += r.Faults.TimedOutCommitted + r.Faults.TimedOutNotCommitted + r.Faults.CancelledCommitted + r.Faults.CancelledNotCommitted
 		for _, s := range v.Violations {
 			switch {
+			case strings.Contains(s, "duplicated"), strings.Contains(s, "must exist once"), strings.Contains(s, "created twice"), strings.Contains(s, "times (tokens"):
+				dupJobs++
 			case strings.Contains(s, "lost"):
 				lost++
 			case strings.Contains(s, "token"):
@@ -538,6 +629,6 @@ func WriteTotals(w io.Writer, reps []Report) {
 	}
 	fmt.Fprintf(w, "totals over %d seeds: %d jobs (%d large, %d exhausted by a claim), %d kills, %d pauses, 1021 %d+%d, %d 1031/1025 in commit, %d injected conflicts, %d cron edits, %d cron occurrences dead-lettered with a successor\n",
 		len(reps), jobs, large, exhausted, kills, pauses, unkC, unkN, inCommit, confl, edits, cronDead)
-	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
-		lost, stale, chains, doubled, tooLarge, overlaps, violations)
+	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d duplicated jobs, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
+		lost, stale, dupJobs, chains, doubled, tooLarge, overlaps, violations)
 }

@@ -3,7 +3,12 @@ package soak
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/quickfdb/quickfdb/kv/memkv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // TestShortSoak runs the CI soak (about 20 s): kills, 1021s both ways,
@@ -14,10 +19,97 @@ func TestShortSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s soak")
 	}
-	rep, err := Run(context.Background(), Short(), testLog{t})
+	rep, err := Run(context.Background(), verbose(Short()), testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkShortSoak(t, rep)
+}
+
+// TestShortSoakZones is the CI soak on the zones layout (about 25 s): the
+// short soak's faults, with work jobs over 41 tenants (one hot, a third in
+// subspaces of their own), a task type in short-job mode beside the
+// per-job one, lanes resized while workers run, lane leases lapsing with
+// the workers killed without release, one producer on automatic
+// idempotency, jobs checkpointed, delayed, slower than a lane lease, and
+// dead-lettered then requeued; 0 lost, 0 duplicated, 0 stale-token
+// writes.
+func TestShortSoakZones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 s soak")
+	}
+	skipUnlessZonesBuilt(t)
+	rep, err := Run(context.Background(), verbose(ShortZones()), testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShortSoak(t, rep)
+	checkZonesSoak(t, rep)
+}
+
+// TestShortSoakMigrate starts TestShortSoakZones's run on schema 1
+// (LayoutLanes) and switches producers and workers to zones mid-run,
+// leaving a backlog in schema 1 in every state (pending, delayed, leased by
+// workers killed at the switch, checkpointed and backing off, dead letters
+// requeued after it): everything must complete.
+func TestShortSoakMigrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 s soak")
+	}
+	skipUnlessZonesBuilt(t)
+	rep, err := Run(context.Background(), verbose(ShortMigrate()), testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShortSoak(t, rep)
+	checkZonesSoak(t, rep)
+	if rep.MigratedAfter <= 0 || rep.Backlog == 0 {
+		t.Errorf("the run did not migrate: switched after %vs with %d backlog jobs", rep.MigratedAfter, rep.Backlog)
+	}
+}
+
+// skipUnlessZonesBuilt skips while the zones claim path is a stub (the
+// soak's branch is written ahead of it).
+func skipUnlessZonesBuilt(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	mem := memkv.Open(memkv.Options{Seed: 1})
+	defer mem.Close()
+	q, err := quick.Open(ctx, mem, tuple.FromTuple(tuple.Tuple{"probe"}), quick.Options{Layout: quick.LayoutZones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "probe", Holder: "probe", Max: 1, Lease: quick.MinLease}})
+	if err != nil && strings.Contains(err.Error(), "not built yet") {
+		t.Skipf("the zones layout is not built on this branch: %v", err)
+	}
+}
+
+// checkZonesSoak asserts that a zones run exercised what it is for.
+func checkZonesSoak(t *testing.T, rep Report) {
+	t.Helper()
+	v := rep.Verdict
+	for what, n := range map[string]int64{
+		"short-job-mode jobs":           int64(v.Short),
+		"lane resizes":                  rep.Resizes,
+		"jobs requeued and completed":   int64(v.Requeued),
+		"checkpointed jobs resumed":     int64(v.Resumed),
+		"jobs slower than a lane lease": int64(v.Slow),
+	} {
+		if n == 0 {
+			t.Errorf("the zones soak did not exercise what it should: no %s", what)
+		}
+	}
+	if v.Tenants < 10 {
+		t.Errorf("jobs spread over %d tenants, want many", v.Tenants)
+	}
+	if rep.ResizeErrors > 0 {
+		t.Errorf("%d SetZoneLanes calls failed", rep.ResizeErrors)
+	}
+}
+
+func checkShortSoak(t *testing.T, rep Report) {
+	t.Helper()
 	rep.WriteSummary(os.Stderr)
 	if rep.DrainStalled {
 		t.Error("the drain stalled with jobs still queued")
@@ -49,6 +141,13 @@ func TestShortSoak(t *testing.T) {
 	if rep.NaturalConfl < 0 {
 		t.Errorf("negative count of real conflicts: %d", rep.NaturalConfl)
 	}
+}
+
+// verbose sends the queue's, workers' and cron's warnings to the test log
+// when SOAK_VERBOSE is set, to find out what a failing soak went through.
+func verbose(c Config) Config {
+	c.Verbose = os.Getenv("SOAK_VERBOSE") != ""
+	return c
 }
 
 type testLog struct{ t *testing.T }

@@ -33,8 +33,10 @@ func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) 
 		return nil, err
 	}
 	opts := worker.HandlerOptions{Concurrency: h.cfg.Concurrency, Lease: h.cfg.Lease}
-	if err := worker.RegisterRaw(w, workType, h.tracked(h.workHandler(id, clk)), opts); err != nil {
-		return nil, err
+	for _, tt := range h.workTypes() {
+		if err := worker.RegisterRaw(w, tt, h.tracked(h.workHandler(id, clk)), opts); err != nil {
+			return nil, err
+		}
 	}
 	for _, tt := range cronTypes { // an edit moves a chain between them
 		occ, err := cron.RawHandler(q, tt, h.cronHandler(id, clk))

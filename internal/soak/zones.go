@@ -1,0 +1,422 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
+)
+
+// The zones layout's part of the soak (Config.Layout "zones" or "migrate"):
+// work jobs spread over many tenants (item spaces) with one hot, some
+// tenants' zones in subspaces of their own, a second work type in
+// short-job mode, lanes resized at random while workers run, and, in the
+// migrate layout, producers and workers switched from schema 1 to zones
+// mid-run with a backlog in every state left in schema 1.
+
+// shortType is the work type run in short-job mode (TaskTypeOptions.ShortJobs).
+const shortType = "soak-short"
+
+// workTypes are the task types of the producers' jobs.
+func (h *harness) workTypes() []string {
+	if h.cfg.zones() {
+		return []string{workType, shortType}
+	}
+	return []string{workType}
+}
+
+// allTypes are the task types whose queued jobs the soak scans.
+func (h *harness) allTypes() []string { return append(h.workTypes(), cronTypes...) }
+
+// tenants lists the item spaces: "" (no tenant) and Config.Tenants more,
+// t00 the hot one.
+func (h *harness) tenants() []string {
+	out := []string{""}
+	if !h.cfg.zones() {
+		return out
+	}
+	for i := range h.cfg.Tenants {
+		out = append(out, fmt.Sprintf("t%02d", i))
+	}
+	return out
+}
+
+// pickTenant draws a job's tenant: the hot one HotShare of the time, else
+// uniformly among all (the empty one included).
+func (h *harness) pickTenant(rng *rand.Rand) string {
+	ts := h.tenants()
+	if len(ts) == 1 {
+		return ""
+	}
+	if rng.Float64() < h.cfg.HotShare {
+		return ts[1]
+	}
+	return ts[rng.IntN(len(ts))]
+}
+
+// ownSpace says whether a tenant keeps its zones in a subspace of its own.
+func (h *harness) ownSpace(tenant string) bool {
+	if h.cfg.OwnSpaceEvery <= 0 || tenant == "" {
+		return false
+	}
+	var i int
+	if _, err := fmt.Sscanf(tenant, "t%d", &i); err != nil {
+		return false
+	}
+	return i%h.cfg.OwnSpaceEvery == 1
+}
+
+// zoneSpace is Options.ZoneSpace: a tenant's own subspace beside the
+// queue's (as its data would be), or the queue's default S (2, "z", tenant).
+func (h *harness) zoneSpace(tenant string) tuple.Subspace {
+	if h.ownSpace(tenant) {
+		return h.tenantData.Sub(tenant)
+	}
+	return h.space.Sub(int64(2), "z", tenant)
+}
+
+// queueOptions are the options of every queue handle of the run.
+func (h *harness) queueOptions(clk clock.Clock, layout quick.Layout, autoIdem bool) quick.Options {
+	o := quick.Options{
+		Clock:   clk,
+		Backoff: func(int) time.Duration { return h.cfg.backoff() },
+		Logger:  h.logger,
+	}
+	if h.cfg.zones() {
+		o.Layout = layout
+		o.ZoneSpace = h.zoneSpace
+		o.PointerLease = h.cfg.PointerLease
+		o.AutomaticIdempotency = autoIdem
+		// cron finds its occurrences by ID (quick.Get, Cancel): in the
+		// zones layout only a Trackable task type's jobs can be found so.
+		o.TaskTypes = map[string]quick.TaskTypeOptions{
+			workType:  {Trackable: true},
+			shortType: {ShortJobs: true},
+			cronType:  {Trackable: true},
+			cronType2: {Trackable: true},
+		}
+	}
+	return o
+}
+
+// layoutNow is the layout producers and newly started workers use now.
+func (h *harness) layoutNow() quick.Layout {
+	switch {
+	case h.cfg.Layout == LayoutZones:
+		return quick.LayoutZones
+	case h.cfg.Layout == LayoutMigrate && h.migrated.Load():
+		return quick.LayoutZones
+	}
+	return quick.LayoutLanes
+}
+
+// admins holds the producers' and the harness's queue handles, one per
+// layout (and per automatic idempotency), all on real time.
+type admins struct {
+	mu sync.Mutex
+	qs map[[2]int]*quick.Queue
+}
+
+// admin returns a queue handle on real time for the current layout.
+func (h *harness) admin(ctx context.Context, autoIdem bool) (*quick.Queue, error) {
+	layout := h.layoutNow()
+	k := [2]int{int(layout), 0}
+	if autoIdem {
+		k[1] = 1
+	}
+	h.adm.mu.Lock()
+	defer h.adm.mu.Unlock()
+	if q := h.adm.qs[k]; q != nil {
+		return q, nil
+	}
+	q, err := quick.Open(ctx, h.db, h.space, h.queueOptions(clock.Real(), layout, autoIdem))
+	if err != nil {
+		return nil, err
+	}
+	if h.adm.qs == nil {
+		h.adm.qs = map[[2]int]*quick.Queue{}
+	}
+	h.adm.qs[k] = q
+	return q, nil
+}
+
+// autoIdemAvailable says whether the engine under the soak has automatic
+// idempotency (kv.TransactionOptions.SetAutomaticIdempotency, FDB 7.3's
+// automatic_idempotency): where it does not, the queues asked for it fall
+// back to markers, and the report says so.
+func (h *harness) autoIdemAvailable() bool {
+	tr, err := h.db.CreateTransaction()
+	if err != nil {
+		return false
+	}
+	defer tr.Cancel()
+	_, ok := any(tr.Options()).(interface{ SetAutomaticIdempotency() error })
+	return ok
+}
+
+// zoneLaneSetter is quick's SetZoneLanes, asserted so that the soak builds
+// whether or not the zones claim path is merged; a run that never resized
+// while asked to reports it (Report.Resizes).
+type zoneLaneSetter interface {
+	SetZoneLanes(ctx context.Context, taskType, itemSpace string, n int) error
+}
+
+// resize changes the lanes of a random zone (the hot tenant's half the
+// time) every ResizeEvery on average while ctx lasts, up and down at random.
+func (h *harness) resize(ctx context.Context) {
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, 300))
+	ts := h.tenants()
+	for sleep(ctx, time.Duration(rng.ExpFloat64()*float64(h.cfg.ResizeEvery))) {
+		if h.layoutNow() != quick.LayoutZones {
+			continue
+		}
+		q, err := h.admin(ctx, false)
+		if err != nil {
+			continue
+		}
+		s, ok := any(q).(zoneLaneSetter)
+		if !ok {
+			h.resizeErrs.Add(1)
+			continue
+		}
+		tenant := ts[rng.IntN(len(ts))]
+		if len(ts) > 1 && rng.IntN(2) == 0 {
+			tenant = ts[1]
+		}
+		tt := h.workTypes()[rng.IntN(len(h.workTypes()))]
+		n := 1 + rng.IntN(h.cfg.MaxLanes)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = s.SetZoneLanes(rctx, tt, tenant, n)
+		cancel()
+		if err != nil {
+			h.resizeErrs.Add(1)
+			h.logger.Warn("soak: SetZoneLanes", "type", tt, "tenant", tenant, "lanes", n, "err", err)
+			continue
+		}
+		h.resizes.Add(1)
+	}
+}
+
+// requeuer requeues the dead-lettered jobs built to be (KindRequeue) and
+// counts each requeue in h.requeues before it, so that their claims after
+// it are told from those before (ClaimRec.Epoch). It reports whether it
+// found any.
+func (h *harness) requeuePass(ctx context.Context) bool {
+	if h.cfg.RequeueShare <= 0 {
+		return false
+	}
+	q, err := h.admin(ctx, false)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, tt := range h.workTypes() {
+		dead, err := listDead(ctx, q, tt)
+		if err != nil {
+			continue
+		}
+		for _, id := range dead {
+			if h.kindOf(id) != KindRequeue {
+				continue
+			}
+			found = true
+			h.requeueMu.Lock()
+			if h.requeues == nil {
+				h.requeues = map[quick.ID]int{}
+			}
+			h.requeues[id]++
+			h.requeueMu.Unlock()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			if err := q.Requeue(rctx, id); err != nil && !errors.Is(err, quick.ErrNotFound) {
+				h.logger.Warn("soak: requeue", "id", id, "err", err)
+			}
+			cancel()
+		}
+	}
+	return found
+}
+
+// epoch is how many times job id was requeued so far.
+func (h *harness) epoch(id quick.ID) int {
+	h.requeueMu.Lock()
+	defer h.requeueMu.Unlock()
+	return h.requeues[id]
+}
+
+func (h *harness) kindOf(id quick.ID) string {
+	h.rec.mu.Lock()
+	defer h.rec.mu.Unlock()
+	return h.rec.kinds[id]
+}
+
+// requeueLoop runs requeue passes every second while ctx lasts (in the
+// migrate layout, only once the switch is made, so that the backlog has
+// dead letters in schema 1 when it is).
+func (h *harness) requeueLoop(ctx context.Context) {
+	for sleep(ctx, time.Second) {
+		if h.cfg.Layout == LayoutMigrate && !h.migrated.Load() {
+			continue
+		}
+		h.requeuePass(ctx)
+	}
+}
+
+// queued is one raw scan of every queued job (scheduled, ready or leased)
+// of the given task types in both layouts: schema 1's schedule keys and
+// every tenant's zone job keys. It reads the keys rather than List, so
+// that it sees a job stored twice as two, and sees every zone whatever
+// the inspection API covers. fp hashes the keys and values, which change
+// with every move, claim, attempt and finish.
+func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]quick.ID, fp uint64, err error) {
+	var ranges []kv.KeyRange
+	var owner []string
+	for _, tt := range types {
+		b, e := h.space.Sub(int64(1), "s", tt).Range()
+		ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
+		owner = append(owner, tt)
+		if !h.cfg.zones() {
+			continue
+		}
+		for _, t := range h.tenants() {
+			b, e := h.zoneSpace(t).Sub(tt, int64(0)).Range()
+			ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
+			owner = append(owner, tt)
+		}
+	}
+	ids = map[string][]quick.ID{}
+	hash := fnv.New64a()
+	err = h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		clear(ids)
+		hash.Reset()
+		futs := make([]kv.RangeResult, len(ranges))
+		for i, r := range ranges {
+			futs[i] = tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: 1000})
+		}
+		for i, r := range ranges {
+			for {
+				kvs, err := futs[i].GetSliceWithError()
+				if err != nil {
+					return err
+				}
+				for _, p := range kvs {
+					t, err := tuple.Unpack(p.Key)
+					if err != nil || len(t) == 0 {
+						return fmt.Errorf("soak: queued key %x does not unpack: %v", p.Key, err)
+					}
+					id, ok := t[len(t)-1].(tuple.UUID)
+					if !ok {
+						return fmt.Errorf("soak: queued key %x does not end in an ID", p.Key)
+					}
+					ids[owner[i]] = append(ids[owner[i]], quick.ID(id))
+					hash.Write(p.Key)
+					hash.Write(p.Value)
+				}
+				if len(kvs) < 1000 {
+					break
+				}
+				next := kv.KeyRange{Begin: append(append([]byte{}, kvs[len(kvs)-1].Key...), 0), End: r.End}
+				futs[i] = tr.Snapshot().GetRange(next, kv.RangeOptions{Limit: 1000})
+			}
+		}
+		return nil
+	})
+	return ids, hash.Sum64(), err
+}
+
+// indexLeft lists the jobs whose lookup index entries S (2, "i", id) are
+// left at the end (the per-job work type and the cron types are
+// Trackable): every job is finished then (but the cron chains' pending
+// occurrences), and each finish must have cleared its entry.
+func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
+	if !h.cfg.zones() {
+		return nil, nil
+	}
+	idx := h.space.Sub(int64(2), "i")
+	b, e := idx.Range()
+	var out []quick.ID
+	err := h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		out = out[:0]
+		kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{Limit: 10_000}).GetSliceWithError()
+		for _, p := range kvs {
+			t, err := idx.Unpack(p.Key)
+			if err != nil || len(t) == 0 {
+				return fmt.Errorf("soak: lookup index key %x does not unpack: %v", p.Key, err)
+			}
+			id, _ := t[0].(tuple.UUID)
+			out = append(out, quick.ID(id))
+		}
+		return err
+	})
+	return out, err
+}
+
+// migrate switches the producers and workers of the migrate layout to
+// zones at MigrateAt of the chaos phase. Just before, it enqueues into
+// schema 1 a backlog built to be in every state at the switch: delayed
+// past it, slow jobs leased, checkpointed jobs failed and backing off,
+// jobs dead-lettered (requeued after the switch), and plain ones; then it
+// sets the switch (producers follow at once) and replaces every worker
+// with a zones one, killing the old ones as a crash would, so their
+// leases on schema-1 jobs lapse for the zones workers to take.
+func (h *harness) migrate(ctx context.Context, replaceAll func()) {
+	at := time.Duration(h.cfg.MigrateAt * float64(h.cfg.chaos()))
+	lead := min(time.Second, at/2)
+	if !sleep(ctx, at-lead) {
+		return
+	}
+	q, err := h.admin(ctx, false)
+	if err == nil {
+		h.backlog(ctx, q)
+	}
+	if !sleep(ctx, lead) {
+		return
+	}
+	h.migrated.Store(true)
+	h.migratedAt.Store(time.Now().UnixNano())
+	replaceAll()
+}
+
+// backlogProducer is the producer number of the backlog's jobs.
+func (h *harness) backlogProducer() int { return h.cfg.Producers }
+
+// backlog enqueues a few jobs of every kind and state into q's layout.
+func (h *harness) backlog(ctx context.Context, q *quick.Queue) {
+	rng := rand.New(rand.NewPCG(h.cfg.Seed, 400))
+	kinds := []string{KindNormal, KindTransient, KindPoison, KindCheckpoint, KindRequeue, KindSlow}
+	seq := 0
+	for _, tt := range h.workTypes() {
+		for _, kind := range kinds {
+			for _, delayed := range []bool{false, true} {
+				for range 3 {
+					var delay time.Duration
+					if delayed {
+						delay = time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+					}
+					h.enqueueOne(ctx, q, rng, h.backlogProducer(), seq, tt, kind, delay)
+					seq++
+				}
+			}
+		}
+	}
+	h.backlogged.Store(int64(seq))
+}
+
+// counters of the zones part, kept in the harness.
+type zoneCounters struct {
+	resizes, resizeErrs atomic.Int64
+	migrated            atomic.Bool
+	migratedAt          atomic.Int64
+	backlogged          atomic.Int64
+	requeueMu           sync.Mutex
+	requeues            map[quick.ID]int
+	adm                 admins
+}
