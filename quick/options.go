@@ -165,12 +165,14 @@ type Options struct {
 	// jobs, so the lease only bounds how long a vanished worker hides a
 	// lane; in short-job mode it is also the jobs' lease.
 	PointerLease time.Duration
-	// AutomaticIdempotency makes the queue's own enqueue transactions use
+	// AutomaticIdempotency makes the queue's own enqueue transactions set
 	// FDB's automatic idempotency (transaction option automatic_idempotency,
-	// "in development" in FDB 7.3) instead of an enqueue marker: a commit
-	// whose outcome is unknown is resolved by the client, and the enqueue
-	// writes no key of its own for it. EnqueueTx inside a caller's
-	// transaction is unaffected (the caller owns its retries).
+	// "in development" in FDB 7.3): a commit whose reply was lost (1021) is
+	// resolved by the client. The enqueue marker is still written: the
+	// option leaves a timeout or cancellation that strikes the commit
+	// unresolved, and without the marker a retry after one could enqueue a
+	// job twice. EnqueueTx inside a caller's transaction is unaffected (the
+	// caller owns its retries).
 	AutomaticIdempotency bool
 }
 

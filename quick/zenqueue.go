@@ -26,9 +26,10 @@ import (
 // of this call that reported commit_unknown_result, or by an earlier call
 // with the same IDs) and writes nothing. PurgeMarkers clears markers older
 // than IdempotencyWindow with one range clear. With
-// Options.AutomaticIdempotency, Enqueue's own transactions set FDB's
-// automatic_idempotency instead and write no marker; an engine without
-// the option falls back to the marker.
+// Options.AutomaticIdempotency, Enqueue's own transactions also set FDB's
+// automatic_idempotency, which resolves a lost commit reply in the client;
+// the marker stays, since the option leaves a timeout or cancellation
+// striking the commit unresolved.
 //
 // Unique keys stay where schema 1 keeps them, S (1, "u", type, key), with
 // the job ID as value. A zones job has no record to say whether it is
@@ -83,7 +84,14 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 		var res []Enqueued
 		var wrote [][]byte
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-			call := zenqueueCall{given: given, noMarker: q.setAutomaticIdempotency(tr)}
+			// The marker stays even with FDB's automatic idempotency: the
+			// option resolves a lost commit reply (1021), not a timeout or
+			// a cancellation that strikes the commit in flight (1031,
+			// 1025), and a retry that then misses its own keys (a worker
+			// claimed the job meanwhile) would enqueue it twice
+			// (TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed).
+			q.setAutomaticIdempotency(tr)
+			call := zenqueueCall{given: given}
 			if maybeCommitted {
 				call.prev, call.prevKeys = res, wrote
 			}

@@ -2,7 +2,6 @@ package quick_test
 
 import (
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,16 +260,11 @@ func (t *attTx) OnError(err error) error {
 // wrote. A worker that claims the job between the commit and the retry
 // moves its key: the retry must still not enqueue the job a second time.
 //
-// It fails: with no marker the retry can only look for the keys the attempt
-// wrote, and a claim moved the job key (a completion would clear it), so
-// the retry enqueues the job again. The soak met no such interleaving in
-// its seeds (the window is one round trip); this places it. Skipped until
-// the enqueue's recognition is decided (a marker after all, or an unknown
-// outcome reported to the caller instead of a second job).
+// It failed while the option replaced the marker: the retry could only look
+// for the keys the attempt wrote, and a claim moved the job key (a
+// completion would clear it), so the retry enqueued the job again. The
+// marker now stays with the option.
 func TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed(t *testing.T) {
-	if os.Getenv("QUICK_KNOWN_BUGS") == "" {
-		t.Skip("known: a duplicate enqueue with AutomaticIdempotency after 1031/1025 in flight when the job moved before the retry (set QUICK_KNOWN_BUGS=1 to run)")
-	}
 	raw, space := fdbtest.Open(t)
 	tr, err := raw.CreateTransaction()
 	if err != nil {
