@@ -25,7 +25,9 @@ import (
 // key is free and would not stop a second occurrence): the running one
 // finishes first. A spec or time zone that does not parse, or a
 // spec that never fires, returns an error wrapping ErrInvalidSpec; other bad
-// fields ErrInvalidSchedule. Nothing is written then.
+// fields ErrInvalidSchedule, as does a task type that is not Trackable in
+// the zones layout (cron finds its occurrences by ID). Nothing is written
+// then.
 //
 // Cost: one transaction (a read of the definition and of the unique key;
 // for a new schedule quick's enqueue reads and writes), plus a quick.Get of
@@ -36,6 +38,11 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	s, _, err := validate(s, now)
 	if err != nil {
 		return err
+	}
+	// cron finds its occurrences by ID (quick.Get, Cancel): in the zones
+	// layout only a Trackable task type's jobs are found so.
+	if o := q.Options(); o.Layout == quick.LayoutZones && !o.TaskTypes[s.TaskType].Trackable {
+		return fmt.Errorf("%w: task type %q of schedule %q must be Trackable in the zones layout (quick.TaskTypeOptions.Trackable): cron finds its occurrences by ID", ErrInvalidSchedule, s.TaskType, s.Name)
 	}
 	// Drawn once, outside the retry loop: a retry after an unknown commit
 	// finds its own definition unchanged instead of changing it again.
