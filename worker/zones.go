@@ -122,7 +122,9 @@ func (r *runner) zoneRefuse() string {
 func (r *runner) noteRefusal(reason string) {
 	w := r.w
 	if reason != r.zrefusal {
-		if reason == refusePaused || reason == refusePauseUnknown {
+		// Waiting for the first clock round at start is normal, not a
+		// warning; a clock found off the others' is.
+		if reason == refusePaused || reason == refusePauseUnknown || reason == refuseClockUnknown {
 			w.log.Debug("worker: not claiming zones", "task_type", r.taskType, "reason", reason)
 		} else {
 			w.log.Warn("worker: refusing to claim zones", "task_type", r.taskType, "reason", reason)
