@@ -165,10 +165,20 @@ func (v *schedValue) unmarshal(b []byte) error {
 // fields is a valid rewrite without decoding the rest of the record; the
 // bytes written match a re-encoded record within a few bytes.
 func replaceRecordFields(rec []byte, placedMs, lane, attempts int64, lastErr string) []byte {
+	// Appended fields override earlier ones (the last one wins), so each
+	// is appended even when zero: wire.AppendVarint skips a zero, which
+	// left a record's old lane in place when a job moved to lane 0
+	// (TestMirrorMatchesQuick failed about once in 16 runs).
 	out := append([]byte(nil), rec...)
-	out = wire.AppendVarint(out, 8, uint64(placedMs))
-	out = wire.AppendVarint(out, 9, uint64(lane))
-	out = wire.AppendString(out, 10, lastErr)
-	out = wire.AppendVarint(out, 13, uint64(attempts))
+	out = appendVarintAlways(out, 8, uint64(placedMs))
+	out = appendVarintAlways(out, 9, uint64(lane))
+	out = protowire.AppendTag(out, 10, protowire.BytesType)
+	out = protowire.AppendString(out, lastErr)
+	out = appendVarintAlways(out, 13, uint64(attempts))
 	return out
+}
+
+func appendVarintAlways(b []byte, num protowire.Number, x uint64) []byte {
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, x)
 }
