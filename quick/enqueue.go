@@ -216,16 +216,8 @@ func (q *Queue) enqueueTx(tr kv.Transaction, now time.Time, jobs []job, prevWrit
 	}
 	// Register new task types for inspection; cache a type only once it is
 	// seen stored, so an aborted transaction cannot leave it unregistered.
-	for t, f := range types {
-		v, err := f.Get()
-		if err != nil {
-			return nil, err
-		}
-		if v != nil {
-			q.knownTypes.Store(t, true)
-		} else {
-			tr.Set(q.k.typeKey(t), nil)
-		}
+	if err := q.registerTypes(tr, types); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -371,6 +363,24 @@ func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out [
 		woken[j.TaskType] = true
 		if len(v) == 8 && int64(binary.LittleEndian.Uint64(v)) > now.UnixMilli() {
 			tr.Add(q.k.wakeKey(j.TaskType), le64(1))
+		}
+	}
+	return nil
+}
+
+// registerTypes registers the task types whose registration reads are in
+// types (enqueue.go, zenqueue.go); a type is cached only once it is seen
+// stored, so an aborted transaction cannot leave it unregistered.
+func (q *Queue) registerTypes(tr kv.Transaction, types map[string]kv.Future[[]byte]) error {
+	for t, f := range types {
+		v, err := f.Get()
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			q.knownTypes.Store(t, true)
+		} else {
+			tr.Set(q.k.typeKey(t), nil)
 		}
 	}
 	return nil

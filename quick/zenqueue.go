@@ -343,16 +343,8 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	}
 	// Register new task types for inspection; cache a type only once it is
 	// seen stored, so an aborted transaction cannot leave it unregistered.
-	for t, f := range r.types {
-		v, err := f.Get()
-		if err != nil {
-			return nil, err
-		}
-		if v != nil {
-			q.knownTypes.Store(t, true)
-		} else {
-			tr.Set(q.k.typeKey(t), nil)
-		}
+	if err := q.registerTypes(tr, r.types); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
