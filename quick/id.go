@@ -30,7 +30,10 @@ func NewID(t time.Time) ID {
 
 // DeterministicID returns a version 7 UUID for time t whose other bits come
 // from seed: the same (t, seed) always gives the same ID, as cron needs for
-// its occurrences.
+// its occurrences. 74 of the seed's 80 bits are kept: the version takes the
+// high 4 bits of seed[0] and the variant the high 2 of seed[2], so two
+// seeds that differ only there give the same ID; derive seeds from a hash
+// (as cron does), not from small counters placed in those bits.
 func DeterministicID(t time.Time, seed [10]byte) ID {
 	id := idFloor(t)
 	copy(id[6:], seed[:])
