@@ -238,7 +238,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		var found bool
 		var nextMs int64
 		var err error
-		p, found, nextMs, err = q.acquire(tr, opts.TaskType, opts.Holder, opts.Peek, q.opts.PointerLease, short, now)
+		p, found, nextMs, err = q.acquireFrom(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now)
 		if err != nil {
 			return res, err
 		}

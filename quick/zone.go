@@ -80,6 +80,11 @@ type ZoneClaimOptions struct {
 	// Peek is how many pointers of each priority a claim reads to pick
 	// one vested at random; default 8.
 	Peek int
+	// PeekHead reads the Peek pointers at the head of the index, which
+	// every claimer reads alike, instead of starting at a random place in
+	// the oldest vested second: the choice before the random start, kept
+	// to compare (quickbench scale); concurrent claims collide more.
+	PeekHead bool
 	// Keep keeps the lane leased after the claim when it still has vested
 	// jobs, so that the next claim continues on it (ZoneClaimed.Pointer);
 	// without it the claim hands the lane back in its own transaction.
