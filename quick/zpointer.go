@@ -284,6 +284,13 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 					r.bucket.ms.Store(peekFuture)
 				}
 			}
+			if r.rnd != nil {
+				// Nothing to pick from it; waited for all the same, so that
+				// the read counters see what an idle claim costs.
+				if _, err := r.rnd.GetSliceWithError(); err != nil {
+					return PointerLease{}, false, 0, err
+				}
+			}
 			continue
 		}
 		b0 := bucketOf(first.PtrMs)
@@ -294,6 +301,9 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 		if rnd != nil && r.rndAt != b0 {
 			// The random read was not in the oldest vested bucket: its
 			// entries vested later than the head's, and are no choice.
+			if _, err := rnd.GetSliceWithError(); err != nil {
+				return PointerLease{}, false, 0, err
+			}
 			rnd = nil
 			if r.check {
 				// The oldest bucket moved since this process last looked,

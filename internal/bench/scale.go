@@ -184,6 +184,14 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		w.nextBeat = start.Add(beatEvery * time.Duration(i) / time.Duration(len(ws)))
 		w.nextClaim = start.Add(c.MaxIdleSleep * time.Duration(i) / time.Duration(len(ws)))
 	}
+	if layout == "zones" {
+		// A worker that has been idle a while: the queue has seen which
+		// priorities hold pointers (quick reads a priority it has not
+		// seen yet a little more the first time, once per process).
+		if _, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: "warm-up", Max: c.Slots}}); err != nil {
+			return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
+		}
+	}
 	before := idle.Stats()
 	const step = 10 * time.Millisecond
 	end := start.Add(c.SimFor)
