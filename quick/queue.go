@@ -30,6 +30,9 @@ type Queue struct {
 	knownTypes sync.Map
 	// deadHooks maps a task type to its DeadLetterHook (deadhook.go).
 	deadHooks sync.Map
+	// peekFrom maps a task type and priority to the oldest vested bucket
+	// of its pointer index that a claim last saw (zpointer.go, acquire).
+	peekFrom sync.Map
 }
 
 // Open opens the queue under space, creating its configuration on first use.

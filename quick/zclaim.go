@@ -10,14 +10,16 @@ import (
 
 // Claims from the zones layout (zone.go has the design).
 //
-// A claim takes one lane from the task type's pointer index (acquire: peek
-// at the first few vested pointers, pick one at random, lease it), reads
+// A claim takes one lane from the task type's pointer index (acquire: read
+// a few pointers from a random place in the oldest vested second, pick one
+// at random, lease it), reads
 // the first Max+1+zclaimAllowance keys of that lane in vesting order, takes
 // the vested ones with per-job leases (clear the key, set it again at
 // now+Lease with a new token), and hands the lane back with its next
 // vesting time in the same transaction. It reads what it takes: about one
-// job key per job taken, plus the peeked pointers and their lane states
-// (at most 2×Peek, shared by the batch), whatever the backlog.
+// job key per job taken, plus the peeked pointers (1 + Peek, or 2 × Peek
+// per priority) and the picked lane's state, shared by the batch, whatever
+// the backlog.
 
 // zclaimAllowance is how many keys a lane read takes beyond Max+1, so that
 // a few exhausted or corrupt entries met on the way (dead-lettered or
@@ -44,8 +46,9 @@ const zclaimAllowance = 3
 // the pointers cleared as stale yielded nothing but another look may find
 // work; zero when the index holds no pointer.
 //
-// Keys: acquire's (snapshot range reads of S (2, "p", type, prio) limited
-// to Peek, snapshot reads of the vested candidates' lane states, a
+// Keys: acquire's (per priority two snapshot range reads of S (2, "p",
+// type, prio), the head and the oldest vested second, limited to Peek; a
+// snapshot read of the picked lane's state, a
 // read-conflict key on the chosen lane state, writes of it and its
 // pointer) or, with opts.Pointer, a read of its lane state; a snapshot
 // range read of Z (0, prio, lane) of at most Max+1+zclaimAllowance keys
@@ -238,7 +241,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		var found bool
 		var nextMs int64
 		var err error
-		p, found, nextMs, err = q.acquire(tr, opts.TaskType, opts.Holder, opts.Peek, q.opts.PointerLease, short, now)
+		p, found, nextMs, err = q.acquireFrom(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now)
 		if err != nil {
 			return res, err
 		}

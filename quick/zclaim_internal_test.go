@@ -297,7 +297,7 @@ func TestZoneKeepContinuesOnTheLane(t *testing.T) {
 		jobs[i] = NewJob{TaskType: "email", ItemSpace: "a"}
 	}
 	e.enqueue(t, jobs...)
-	e.clk.Advance(time.Millisecond) // a's pointer comes first
+	e.clk.Advance(pointerBucketMs * time.Millisecond) // a's pointer comes first: a second earlier
 	e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "b"})
 	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}, Keep: true, Peek: 1})
 	if c.Pointer == nil || !c.More || c.Pointer.ItemSpace != "a" || len(c.Jobs) != 10 {

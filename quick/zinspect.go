@@ -33,8 +33,10 @@ type PointerInfo struct {
 	Priority  Priority
 	ItemSpace string
 	Lane      int
-	// NextVest is when the lane next has work (the pointer's time); for a
-	// leased lane it is the lease's deadline.
+	// NextVest is when the lane next has work (the pointer's time): for a
+	// pointer written already vested, the start of the second it was
+	// written for (zpointer.go, pointerMs); for a leased lane the lease's
+	// deadline.
 	NextVest time.Time
 	// Vested is NextVest <= now: a worker may take the lane.
 	Vested bool
@@ -73,8 +75,9 @@ func inspectLimit(n, def int) int {
 }
 
 // Pointers lists a task type's pointer index in its order: priority, then
-// when each lane next has work. Each entry shows its lane state (leased by
-// whom, until when).
+// when each lane next has work (to the second once vested), then a hash of
+// zone and lane. Each entry shows its lane state (leased by whom, until
+// when).
 //
 // Keys: one snapshot range read of S (2, "p", type) (Limit+1 entries) and a
 // snapshot point read of each entry's lane state Z (1, prio, lane).
@@ -180,7 +183,7 @@ type ReadyTenantsOptions struct {
 // ReadyTenants returns the tenants with the most ready work of a task type,
 // most first (then oldest first), from a bounded sample: the first Limit
 // vested entries of the pointer index (the lanes that have waited longest,
-// across priorities), each lane's vested keys counted up to CountCap, summed
+// to the second, across priorities), each lane's vested keys counted up to CountCap, summed
 // per tenant. It is not a global ranking: a tenant whose lanes are all
 // leased, or vested later than the first Limit, is not in it. A global one
 // would need a counter per tenant, kept by every enqueue, claim and

@@ -16,7 +16,9 @@ const zoneSchema = 2
 
 // The zones layout (schema 2), under the user's subspace S:
 //
-//	S (2, "p", type, prio, ptrMs, zoneHash, lane)  pointer index: one entry per lane of a zone that holds jobs
+//	S (2, "p", type, prio, ptrMs, laneHash, lane)  pointer index: one entry per lane of a zone that holds jobs
+//	                                               (ptrMs: vesting ms, or its second when vested at write;
+//	                                               laneHash: hash of zone and lane; zpointer.go)
 //	S (2, "m", id)                                 enqueue marker, one per enqueue transaction
 //	S (2, "i", id)                                 lookup index of a trackable job (where its key is)
 //	Z = ZoneSpace(itemSpace) + (type)              a zone: one (tenant, task type) queue
@@ -163,9 +165,19 @@ func laneOfID(id ID, n int) int {
 }
 
 // pointerKey is a lane's entry in the pointer index, ordered by when the
-// lane next has work (ptrMs).
+// lane next has work (ptrMs, see pointerMs) and then by the lane's hash, so
+// that entries of one ms (or one second, once vested) are in random order
+// and a claim can start reading at a random place among them (acquire).
 func (k zkeys) pointerKey(taskType string, prio Priority, ptrMs, zhash int64, lane int) []byte {
-	return k.ptr.Pack(tuple.Tuple{taskType, int64(prio), ptrMs, zhash, int64(lane)})
+	return k.ptr.Pack(tuple.Tuple{taskType, int64(prio), ptrMs, laneHash(zhash, lane), int64(lane)})
+}
+
+// laneHash spreads the lanes of one zone over the hash space: with the
+// zone's hash alone, a zone's lanes would sit side by side, and a claim
+// starting at a random hash would nearly always land before lane 0 of a
+// single busy zone. Lane 0 keeps the zone's hash.
+func laneHash(zhash int64, lane int) int64 {
+	return int64(uint64(zhash) + uint64(lane)*0x9E3779B97F4A7C15)
 }
 
 // pointersUntil is a task type's pointers of one priority vesting before
@@ -177,6 +189,14 @@ func (k zkeys) pointersUntil(taskType string, prio Priority, untilMs int64) kv.K
 		e = s.Pack(tuple.Tuple{untilMs})
 	}
 	return kv.KeyRange{Begin: b, End: e}
+}
+
+// pointersFrom is a task type's pointers of one priority in the bucket
+// [bucketMs, bucketMs+pointerBucketMs) from lane hash h on: where a claim
+// starts reading the oldest vested bucket (acquire).
+func (k zkeys) pointersFrom(taskType string, prio Priority, bucketMs, h int64) kv.KeyRange {
+	s := k.ptr.Sub(taskType, int64(prio))
+	return kv.KeyRange{Begin: s.Pack(tuple.Tuple{bucketMs, h}), End: s.Pack(tuple.Tuple{bucketMs + pointerBucketMs})}
 }
 
 // pointerEntry is a parsed pointer index entry.
@@ -201,16 +221,20 @@ func (k zkeys) parsePointer(kvp kv.KeyValue) (pointerEntry, error) {
 	tt, ok0 := t[0].(string)
 	prio, ok1 := t[1].(int64)
 	ms, ok2 := t[2].(int64)
-	zh, ok3 := t[3].(int64)
+	lh, ok3 := t[3].(int64)
 	lane, ok4 := t[4].(int64)
 	if !ok0 || !ok1 || !ok2 || !ok3 || !ok4 || lane < 0 || lane > maxZoneLanes {
 		return pointerEntry{}, fmt.Errorf("%w: pointer key %v has wrong elements", ErrCorrupt, t)
 	}
-	p := pointerEntry{key: kvp.Key, TaskType: tt, Priority: Priority(prio), PtrMs: ms, ZoneHash: zh, Lane: int(lane)}
+	p := pointerEntry{key: kvp.Key, TaskType: tt, Priority: Priority(prio), PtrMs: ms, Lane: int(lane)}
 	if err := p.Value.unmarshal(kvp.Value); err != nil {
 		return pointerEntry{}, err
 	}
-	if len(p.Value.Zone) == 0 || zoneHash(p.Value.Zone) != zh {
+	if len(p.Value.Zone) == 0 {
+		return pointerEntry{}, fmt.Errorf("%w: pointer %v names no zone", ErrCorrupt, t)
+	}
+	p.ZoneHash = zoneHash(p.Value.Zone)
+	if laneHash(p.ZoneHash, p.Lane) != lh {
 		return pointerEntry{}, fmt.Errorf("%w: pointer %v names a zone that does not match its hash", ErrCorrupt, t)
 	}
 	return p, nil

@@ -13,22 +13,26 @@ import (
 // are keys ordered by vesting time, spread over the zone's hash lanes
 // (usually one; a busy zone grows more so that many workers can work it).
 // Every lane that holds a job has one entry in the task type's pointer
-// index, ordered by when the lane next has work. A worker peeks at the first
-// few vested entries, picks one at random (so workers rarely collide),
-// leases the lane for a short time (PointerLease), takes a batch of its
+// index, ordered by when the lane next has work (to the second once it has
+// vested work, then by a hash of zone and lane). A worker reads a few
+// entries from a random place in the oldest vested second, picks one at
+// random (so workers rarely collide; zpointer.go, acquire), leases the
+// lane for a short time (PointerLease), takes a batch of its
 // vested jobs with per-job leases exactly as the lanes layout does, and
 // hands the lane back with its next vesting time: a lane with more vested
-// work goes to the back of the vested entries, which is what makes the
-// index round-robin between tenants.
+// work goes into the current second, behind every earlier vested second,
+// which is what makes the index round-robin between tenants.
 //
 // The invariant every operation keeps: a lane that holds any job key has a
 // lane state Z (1, prio, lane) and one pointer at the lane state's PtrMs;
 // while the lane is not leased that pointer vests no later than the lane's
 // earliest key, or has already vested (a lane handed back with vested jobs
-// left goes behind the other vested pointers, at the hand-back's time). A write that places a job key (enqueue, fail, snooze,
-// release, requeue, run-now) goes through cover, which reads the lane state
-// serializably; a worker that hands a lane back reads the lane's keys before
-// the new vesting time serializably. So an enqueue racing the removal of
+// left goes behind the other vested pointers, in the hand-back's second; a
+// pointer written already vested is filed at the start of its second, which
+// is no later than the job that needed it). A write that places a job key
+// (enqueue, fail, snooze, release, requeue, run-now) goes through cover,
+// which reads the lane state serializably; a worker that hands a lane back
+// reads the lane's keys before the new vesting time serializably. So an enqueue racing the removal of
 // its lane's pointer either conflicts (and retries, creating a pointer) or
 // makes the removal conflict (and retry, seeing the job): no job is left
 // without a pointer. Lane states change only when a lane is leased, handed
@@ -80,6 +84,11 @@ type ZoneClaimOptions struct {
 	// Peek is how many pointers of each priority a claim reads to pick
 	// one vested at random; default 8.
 	Peek int
+	// PeekHead reads the Peek pointers at the head of the index, which
+	// every claimer reads alike, instead of starting at a random place in
+	// the oldest vested second: the choice before the random start, kept
+	// to compare (quickbench scale); concurrent claims collide more.
+	PeekHead bool
 	// Keep keeps the lane leased after the claim when it still has vested
 	// jobs, so that the next claim continues on it (ZoneClaimed.Pointer);
 	// without it the claim hands the lane back in its own transaction.

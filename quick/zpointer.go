@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -23,9 +24,44 @@ func (q *Queue) pointerKeyOf(l laneRef, ptrMs int64) []byte {
 	return q.zk.pointerKey(l.z.taskType, l.prio, ptrMs, l.z.hash, l.lane)
 }
 
-// movePointer moves a lane's pointer entry from oldMs to newMs and stores
-// the lane state s (whose PtrMs must be newMs). oldMs < 0: no entry yet.
+// pointerBucketMs is the pointer index's time grain for vested work: a
+// pointer written already vested (an enqueue for now, a lane handed back
+// with vested jobs left) is filed at the start of its second, among the
+// others of that second in random (hash) order; a pointer written for the
+// future (a delayed job, a lease deadline) is filed at its exact ms. Claims
+// take the oldest second first, and start at a random place inside it
+// (acquire): docs/design.md, "Choosing a pointer".
+const pointerBucketMs = 1000
+
+// pointerMs is where a pointer wanted at vestMs is filed when written at
+// nowMs: vestMs itself when it is in the future, so that every entry filed
+// at or before now is vested and the first one not yet vested is the
+// index's next vesting time; else the start of its second, which is no
+// later than vestMs (the invariant in zone.go holds).
+func pointerMs(vestMs, nowMs int64) int64 {
+	if vestMs > nowMs {
+		return vestMs
+	}
+	return bucketOf(vestMs)
+}
+
+// bucketOf is the start of the pointerBucketMs bucket holding ms.
+func bucketOf(ms int64) int64 {
+	b := ms / pointerBucketMs * pointerBucketMs
+	if b > ms {
+		b -= pointerBucketMs // ms < 0
+	}
+	return b
+}
+
+// movePointer moves a lane's pointer entry from oldMs to s.PtrMs and stores
+// the lane state s. oldMs < 0: no entry yet. An unleased pointer is filed
+// by pointerMs (a lease keeps its exact deadline, which its holder and the
+// takeover compare).
 func (q *Queue) movePointer(tr kv.Transaction, l laneRef, oldMs int64, s laneState) {
+	if !s.leased() {
+		s.PtrMs = pointerMs(s.PtrMs, q.Now().UnixMilli())
+	}
 	if oldMs >= 0 && oldMs != s.PtrMs {
 		tr.Clear(q.pointerKeyOf(l, oldMs))
 	}
@@ -124,55 +160,184 @@ func (q *Queue) cover(tr kv.Transaction, l laneRef, vestMs, nowMs int64) error {
 // defaultPeek is how many pointers of each priority a claim looks at.
 const defaultPeek = 8
 
-// acquire takes a lane from a task type's pointer index: it reads the first
-// peek pointers of each priority, and among the vested ones of the highest
-// priority that has any, picks one at random, checks it against its lane
-// state and leases it until now+hold. The lease is not written yet
+// peekBucket is what this process's claims last saw at the head of one
+// task type and priority's pointer index: the oldest vested bucket, where
+// the next claim starts its random read in the same round trip as the read
+// of the head; peekFuture when nothing was vested (or nothing was read
+// yet), and the next claim guesses the current second, where work that
+// arrives in an idle queue is filed; peekEmpty when the index was empty,
+// and the next claim reads only the head (an idle worker pays nothing more).
+type peekBucket struct{ ms atomic.Int64 }
+
+const (
+	peekFuture = -1
+	peekEmpty  = -2
+)
+
+func (q *Queue) peekBucketOf(taskType string, prio Priority) *peekBucket {
+	k := peekKey{taskType, prio}
+	if v, ok := q.peekFrom.Load(k); ok {
+		return v.(*peekBucket)
+	}
+	b := &peekBucket{}
+	b.ms.Store(peekFuture)
+	v, _ := q.peekFrom.LoadOrStore(k, b)
+	return v.(*peekBucket)
+}
+
+type peekKey struct {
+	taskType string
+	prio     Priority
+}
+
+// peekRead is one priority's reads of the pointer index.
+type peekRead struct {
+	head   kv.RangeResult
+	rnd    kv.RangeResult // nil: no random read
+	rndAt  int64          // the bucket rnd reads
+	check  bool           // the head was read only to check rndAt (limit 1)
+	bucket *peekBucket
+}
+
+// acquire takes a lane from a task type's pointer index, picks it among the
+// oldest vested pointers at random, checks it against its lane state and
+// leases it until now+hold. The lease is not written yet
 // (PointerLease.unsaved): the caller either hands the lane back in the same
 // transaction (releaseLane, one write of the lane state and pointer) or
-// keeps it (saveHold). found is false when no pointer was
-// vested (or every vested one was stale, and cleared); nextMs is then when
-// the earliest pointer seen vests (nowMs when stale ones were cleared and
-// the caller should look again, 0 when the index is empty).
+// keeps it (saveHold). found is false when no pointer was vested (or every
+// vested one was stale, and cleared); nextMs is then when the earliest
+// pointer vests (nowMs when stale ones were cleared and the caller should
+// look again, 0 when the index is empty).
 //
-// Keys: snapshot range reads of S (2, "p", type, prio) (limit peek) for the
-// three priorities; a read of the picked lane's state with a read-conflict
-// key on it (and likewise for each stale pointer it meets and clears).
+// Where it reads (docs/design.md, "Choosing a pointer"): every entry filed
+// at or before now is vested (pointerMs), so the index's first entry says
+// whether anything is vested and which bucket (second) is the oldest. All
+// claimers reading the same first K entries would collide with a chance of
+// about (claims in flight − 1)/K; so a claim also reads K entries from a
+// random lane hash inside the oldest vested bucket and picks among those,
+// falling back on the index's head when that read meets nothing vested
+// (its start fell after the bucket's last entry). The bucket is the one
+// this process's claims last saw, so both reads share one round trip; when
+// the head shows the oldest bucket moved on, a second round trip reads it
+// (once per bucket per process). Without a bucket seen (an idle worker, or
+// head set), the claim reads the head's first K and picks among them.
+//
+// Keys: per priority, a snapshot range read of S (2, "p", type, prio) from
+// its start (limit 1 with a random read, else peek) and one inside the
+// oldest vested bucket (limit peek); a read of the picked lane's state
+// with a read-conflict key on it (and likewise for each stale pointer it
+// meets and clears).
 func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+	return q.acquireFrom(tr, taskType, holder, peek, false, hold, short, now)
+}
+
+// acquireFrom is acquire; head reads only the index's head
+// (ZoneClaimOptions.PeekHead).
+func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
-	var reads [numPriorities]kv.RangeResult
+	var reads [numPriorities]peekRead
 	for i, prio := range priorities {
-		reads[i] = snap.GetRange(q.zk.pointersUntil(taskType, prio, -1), kv.RangeOptions{Limit: peek})
+		r := &reads[i]
+		headLimit := peek
+		if !head {
+			r.bucket = q.peekBucketOf(taskType, prio)
+			b := r.bucket.ms.Load()
+			switch {
+			case b >= 0 && b <= nowMs:
+				headLimit, r.check = 1, true // the head serves to check the bucket
+			case b == peekFuture || b > nowMs:
+				b = bucketOf(nowMs) // a guess: keep the head's K to fall back on
+			default:
+				b = peekEmpty
+			}
+			if b >= 0 {
+				r.rnd, r.rndAt = snap.GetRange(q.zk.pointersFrom(taskType, prio, b, int64(rand.Uint64())), kv.RangeOptions{Limit: peek}), b
+			}
+		}
+		r.head = snap.GetRange(q.zk.pointersUntil(taskType, prio, -1), kv.RangeOptions{Limit: headLimit})
 	}
 	var entries [numPriorities][]pointerEntry
-	for i := range priorities {
-		kvs, err := reads[i].GetSliceWithError()
+	bad := false
+	for i, prio := range priorities {
+		r := &reads[i]
+		hs, hbad, err := q.peekEntries(tr, r.head, now)
 		if err != nil {
 			return PointerLease{}, false, 0, err
 		}
-		for _, kvp := range kvs {
-			e, perr := q.zk.parsePointer(kvp)
-			if perr != nil {
-				// A pointer that does not parse names no lane; keep its
-				// bytes for an operator and stop paying for it.
-				q.opts.Logger.Warn("quick: quarantining a pointer entry that does not decode", "err", perr)
-				if err := tr.AddReadConflictKey(kvp.Key); err != nil {
+		bad = bad || hbad
+		var first *pointerEntry
+		if len(hs) > 0 {
+			first = &hs[0]
+		}
+		if first == nil || first.PtrMs > nowMs {
+			if first != nil && (nextMs == 0 || first.PtrMs < nextMs) {
+				nextMs = first.PtrMs
+			}
+			if r.bucket != nil {
+				if first == nil && !hbad {
+					r.bucket.ms.Store(peekEmpty)
+				} else {
+					r.bucket.ms.Store(peekFuture)
+				}
+			}
+			if r.rnd != nil {
+				// Nothing to pick from it; waited for all the same, so that
+				// the read counters see what an idle claim costs.
+				if _, err := r.rnd.GetSliceWithError(); err != nil {
 					return PointerLease{}, false, 0, err
 				}
-				q.quarantineRaw(tr, now, kvp.Key, kvp.Value, perr)
-				continue
 			}
-			if e.PtrMs > nowMs {
-				if nextMs == 0 || e.PtrMs < nextMs {
-					nextMs = e.PtrMs
+			continue
+		}
+		b0 := bucketOf(first.PtrMs)
+		if r.bucket != nil {
+			r.bucket.ms.Store(b0)
+		}
+		rnd := r.rnd
+		if rnd != nil && r.rndAt != b0 {
+			// The random read was not in the oldest vested bucket: its
+			// entries vested later than the head's, and are no choice.
+			if _, err := rnd.GetSliceWithError(); err != nil {
+				return PointerLease{}, false, 0, err
+			}
+			rnd = nil
+			if r.check {
+				// The oldest bucket moved since this process last looked,
+				// and the head was read for the check only: read the
+				// bucket where it is now (one more round trip, once per
+				// bucket and process). After a wrong guess the head's K
+				// are there to pick from instead.
+				rnd = snap.GetRange(q.zk.pointersFrom(taskType, prio, b0, int64(rand.Uint64())), kv.RangeOptions{Limit: peek})
+			}
+		}
+		if rnd != nil {
+			rs, rbad, err := q.peekEntries(tr, rnd, now)
+			if err != nil {
+				return PointerLease{}, false, 0, err
+			}
+			bad = bad || rbad
+			for _, e := range rs {
+				if e.PtrMs <= nowMs {
+					entries[i] = append(entries[i], e)
 				}
-				continue
 			}
-			entries[i] = append(entries[i], e)
+		}
+		if len(entries[i]) == 0 {
+			// No random read, or it started after the bucket's last
+			// vested entry: wrap around to the head.
+			for _, e := range hs {
+				if e.PtrMs > nowMs {
+					if nextMs == 0 || e.PtrMs < nextMs {
+						nextMs = e.PtrMs
+					}
+					break
+				}
+				entries[i] = append(entries[i], e)
+			}
 		}
 	}
 	for _, vested := range entries {
@@ -216,7 +381,35 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 			}, true, 0, nil
 		}
 	}
+	if bad {
+		nextMs = nowMs // what hid behind a quarantined entry is unknown: look again
+	}
 	return PointerLease{}, false, nextMs, nil
+}
+
+// peekEntries parses a pointer range read, quarantining the entries that
+// do not parse: they name no lane, and a claim would otherwise meet them
+// again and again.
+func (q *Queue) peekEntries(tr kv.Transaction, rr kv.RangeResult, now time.Time) (_ []pointerEntry, bad bool, _ error) {
+	kvs, err := rr.GetSliceWithError()
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]pointerEntry, 0, len(kvs))
+	for _, kvp := range kvs {
+		e, perr := q.zk.parsePointer(kvp)
+		if perr != nil {
+			q.opts.Logger.Warn("quick: quarantining a pointer entry that does not decode", "err", perr)
+			if err := tr.AddReadConflictKey(kvp.Key); err != nil {
+				return nil, false, err
+			}
+			q.quarantineRaw(tr, now, kvp.Key, kvp.Value, perr)
+			bad = true
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, bad, nil
 }
 
 // saveHold writes the lease acquire took (the lane state with its token,

@@ -7,7 +7,7 @@ import (
 )
 
 // The zones page: one task type's pointer index (the lanes of tenants'
-// zones that hold jobs, in the order workers find them) and the tenants
+// zones that hold jobs, in the index's order) and the tenants
 // with the most ready work, from ReadyTenants' bounded sample. Two
 // transactions per page, whatever the number of tenants.
 

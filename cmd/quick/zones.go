@@ -20,8 +20,9 @@ func (a *app) zonesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "zones",
 		Usage: "the pointer index of the zones layout: per task type, each lane of a tenant's zone that holds jobs, by when it next has work",
-		Description: "One entry per lane of a zone (a tenant's queue of a task type) that holds jobs, in the order workers find them:\n" +
-			"priority, then next vesting time. LEASED BY shows the worker holding the lane and until when.\n" +
+		Description: "One entry per lane of a zone (a tenant's queue of a task type) that holds jobs, in the index's order:\n" +
+			"priority, then next vesting time (to the second once vested; workers take the oldest second first,\n" +
+			"starting at a random place in it), then a hash of tenant and lane. LEASED BY shows the worker holding the lane and until when.\n" +
 			"Cost: one range read of --limit entries and one point read per entry, per task type.",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},

@@ -31,6 +31,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cc.Max, "max", cc.Max, "claims: jobs per claim")
 	fs.DurationVar(&cc.RunFor, "run", cc.RunFor, "claims: run length per claimer count")
 	peeks := fs.String("peeks", joinInts(cc.Peeks), "claims: ZoneClaimOptions.Peek values to sweep (zones; 0 = quick's default)")
+	headPeeks := fs.String("head-peeks", joinInts(cc.HeadPeeks), "claims: Peek values to sweep with PeekHead, every claim reading the head of the pointer index (zones; the choice before the random start, to compare)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -43,6 +44,9 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	if cc.Peeks, err = parseInts(*peeks); err != nil {
+		return fail(stderr, err)
+	}
+	if cc.HeadPeeks, err = parseInts(*headPeeks); err != nil {
 		return fail(stderr, err)
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
@@ -86,16 +90,19 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen ==\n",
 			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "layout\tpeek\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\t")
+		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\t")
 		for _, r := range claims {
-			peek := "-"
+			peek, start := "-", "-"
 			if r.Layout == "zones" {
-				peek = "default"
+				peek, start = "default", "random"
 				if r.Peek > 0 {
 					peek = fmt.Sprint(r.Peek)
 				}
+				if r.PeekHead {
+					start = "head"
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t\n", r.Layout, peek, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors)
 			if r.FirstError != "" {
 				logf("%s/%d: first error: %s", r.Layout, r.Workers, r.FirstError)
 			}

@@ -184,6 +184,14 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		w.nextBeat = start.Add(beatEvery * time.Duration(i) / time.Duration(len(ws)))
 		w.nextClaim = start.Add(c.MaxIdleSleep * time.Duration(i) / time.Duration(len(ws)))
 	}
+	if layout == "zones" {
+		// A worker that has been idle a while: the queue has seen which
+		// priorities hold pointers (quick reads a priority it has not
+		// seen yet a little more the first time, once per process).
+		if _, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: "warm-up", Max: c.Slots}}); err != nil {
+			return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
+		}
+	}
 	before := idle.Stats()
 	const step = 10 * time.Millisecond
 	end := start.Add(c.SimFor)
@@ -255,6 +263,10 @@ type ScaleClaimsConfig struct {
 	// Peeks are the ZoneClaimOptions.Peek values swept (zones only; 0 is
 	// quick's default, 8).
 	Peeks []int `json:"peeks"`
+	// HeadPeeks are Peek values swept with ZoneClaimOptions.PeekHead: every
+	// claim reads the head of the pointer index, the choice before the
+	// random start, for comparison in the same run.
+	HeadPeeks []int `json:"head_peeks,omitempty"`
 }
 
 // DefaultScaleClaims sweeps 1 to 2,000 claimers over 100,000 tenants.
@@ -268,6 +280,7 @@ type ClaimsResult struct {
 	Layout       string  `json:"layout"`
 	Workers      int     `json:"workers"`
 	Peek         int     `json:"peek,omitempty"`
+	PeekHead     bool    `json:"peek_head,omitempty"`
 	JobsPerSec   float64 `json:"jobs_per_s"`
 	ClaimsPerSec float64 `json:"claim_commits_per_s"`
 	ConflictRate float64 `json:"conflicts_per_claim_commit"`
@@ -283,25 +296,37 @@ func ScaleClaims(ctx context.Context, c ScaleClaimsConfig, layout string, log fu
 	if layout != "zones" && layout != "lanes" {
 		return nil, fmt.Errorf("bench: scale claims: layout %q (want lanes or zones)", layout)
 	}
-	peeks := c.Peeks
-	if layout == "lanes" || len(peeks) == 0 {
-		peeks = []int{0}
+	type sweep struct {
+		peek int
+		head bool
+	}
+	var sweeps []sweep
+	for _, p := range c.Peeks {
+		sweeps = append(sweeps, sweep{p, false})
+	}
+	if layout == "zones" {
+		for _, p := range c.HeadPeeks {
+			sweeps = append(sweeps, sweep{p, true})
+		}
+	}
+	if layout == "lanes" || len(sweeps) == 0 {
+		sweeps = []sweep{{0, false}}
 	}
 	var out []ClaimsResult
-	for _, peek := range peeks {
+	for _, sw := range sweeps {
 		for _, w := range c.Workers {
-			r, err := scaleClaimsOne(ctx, c, layout, w, peek, log)
+			r, err := scaleClaimsOne(ctx, c, layout, w, sw.peek, sw.head, log)
 			if err != nil {
 				return out, err
 			}
-			log("scale claims %s peek %d: %d workers: %.0f jobs/s, %.4f conflicts/claim commit", layout, peek, w, r.JobsPerSec, r.ConflictRate)
+			log("scale claims %s peek %d head %v: %d workers: %.0f jobs/s, %.4f conflicts/claim commit", layout, sw.peek, sw.head, w, r.JobsPerSec, r.ConflictRate)
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, peek int, log func(string, ...any)) (ClaimsResult, error) {
+func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, peek int, head bool, log func(string, ...any)) (ClaimsResult, error) {
 	clk := clock.NewFake(simEpoch)
 	raw := memkv.Open(memkv.Options{Latency: memkv.FDBLatency(), Seed: c.Seed})
 	defer raw.Close()
@@ -390,7 +415,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 					ls = res.Jobs
 				} else {
 					var res quick.ZoneClaimed
-					res, err = qClaim.ClaimZone(runCtx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max}, Peek: peek})
+					res, err = qClaim.ClaimZone(runCtx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max}, Peek: peek, PeekHead: head})
 					ls = res.Jobs
 				}
 				if err == nil && len(ls) > 0 {
@@ -417,7 +442,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	wg.Wait()
 	el := time.Since(start).Seconds()
 	cs := claimDB.Stats()
-	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load()}
+	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, PeekHead: head, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load()}
 	if cs.Commits > 0 {
 		r.ConflictRate = float64(cs.Conflicts) / float64(cs.Commits)
 		r.JobsPerClaim = float64(jobs.Load()) / float64(max(cs.Commits-cs.Conflicts, 1))
