@@ -60,6 +60,10 @@ type PointerLease struct {
 	lane   laneRef
 	token  uint64
 	cursor []byte // short-job mode: the last job key handed out
+	// lapsedShort is the token of the short-job lease this one took over
+	// (Lapsed, and the lapsed holder handed jobs out without writing
+	// them): the takeover counts their runs (countLapsedShort).
+	lapsedShort uint64
 	// unsaved is set between acquire and the end of the claim's
 	// transaction: the lease is not written yet, and the pointer is still
 	// at fromMs. A claim that hands the lane back in the same transaction
