@@ -52,7 +52,8 @@ type PointerLease struct {
 	// Lapsed is set when the lane was taken over from a holder whose lease
 	// lapsed without handing it back. In short-job mode the jobs that holder
 	// was running may run again: they are claimed with per-job leases, so
-	// their attempts are counted.
+	// their attempts are counted, the lapsed holder's runs included (the
+	// lane's hand-out mark, countLapsedShort).
 	Lapsed bool
 	// Short is set when the lane is leased in short-job mode.
 	Short bool

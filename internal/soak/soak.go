@@ -383,6 +383,7 @@ func (h *harness) produce(ctx context.Context, p int) {
 		}
 		kind := KindNormal
 		r := rng.Float64()
+		slowFirst := false
 		if p == 0 { // producer 0 starts with one job of each special kind
 			switch {
 			case n == 0 && c.ExhaustShare > 0:
@@ -391,6 +392,13 @@ func (h *harness) produce(ctx context.Context, p int) {
 				r = c.PoisonShare + c.TransientShare + c.ExhaustShare
 			case n == 2 && c.PoisonShare > 0:
 				r = 0
+			case n == 3 && c.SlowShare > 0:
+				// At 1% a loaded machine's short run (300 jobs) met no slow
+				// job at all now and then (TestShortSoakZones: "no jobs
+				// slower than a lane lease"); this one is in short-job mode,
+				// where slower than the lane lease means a promotion.
+				r = c.PoisonShare + c.TransientShare + c.ExhaustShare + c.LargeShare + c.CheckpointShare + c.RequeueShare
+				slowFirst = true
 			}
 		}
 		for _, k := range []struct {
@@ -408,7 +416,7 @@ func (h *harness) produce(ctx context.Context, p int) {
 			r -= k.share
 		}
 		tt := workType
-		if c.ShortShare > 0 && rng.Float64() < c.ShortShare {
+		if c.ShortShare > 0 && (rng.Float64() < c.ShortShare || slowFirst) {
 			tt = shortType
 		}
 		var delay time.Duration
