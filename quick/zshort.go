@@ -29,9 +29,9 @@ import (
 // job, so the job keys cannot tell which jobs it handed out; the lane's
 // hand-out mark Z (5, prio, lane) does: each claim that hands jobs out sets
 // it to the holder's token and the last job handed out (one set of 32
-// bytes per claim, not per job). A takeover of a lapsed short lease reads the mark
-// (serializably: a late claim of the lapsed holder and the takeover
-// conflict, so one of them sees the other) and, when the mark is that
+// bytes per claim, not per job). A takeover of a lapsed short lease reads
+// the mark (serializably: a late claim of the lapsed holder and the
+// takeover conflict, so one of them sees the other) and, when the mark is that
 // lease's, adds the lapsed run to every job key up to the mark that carries
 // no per-job token (countLapsedShort): those are the jobs handed out and
 // not cleared. Without it a job that killed its holders in short-job mode
@@ -55,9 +55,9 @@ import (
 //
 // Keys: a snapshot range read of Z (0, prio, lane) from the cursor to now
 // (limit Max+1); snapshot reads of Z (3, id) and Z (4, id) for jobs with
-// blobs; a set of the hand-out mark Z (5, prio, lane) when the cursor
-// advanced; otherwise writes only for dead letters and quarantines (each
-// with a read-conflict key on its job key).
+// blobs; a set of the hand-out mark Z (5, prio, lane) when it hands a job
+// out; otherwise writes only for dead letters and quarantines (each with a
+// read-conflict key on its job key).
 func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
 	if !p.Short || p.Lapsed {
 		// A lapsed lane's jobs may have killed their holder: they run with
