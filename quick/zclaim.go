@@ -57,6 +57,8 @@ const zclaimAllowance = 3
 // read-conflict key, a clear and a set of its key (and S (2, "i", id) when
 // trackable); a read-conflict range over the lane before its next vesting
 // time, and the lane state and pointer written or cleared (releaseLane).
+// In short-job mode, takeShort's keys instead; and a takeover of a lapsed
+// short-job lease first those of countLapsedShort.
 func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaimed, error) {
 	opts, err := q.zclaimDefaults(opts)
 	if err != nil {
@@ -171,13 +173,14 @@ func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
 // the attempt's lane lease is held. A short hand-out writes nothing to the
 // job keys (their tokens stay what they were, but for a lapsed per-job
 // lease's, which it clears), so the keys alone do not tell: the lane state
-// must hold the attempt's token and deadline. Trusting the job keys there
+// must hold the attempt's token and deadline, and the lane's hand-out mark
+// the attempt's last job. Trusting the job keys there
 // took an attempt that never committed as this claim's, and its jobs ran
 // under a lane lease nobody held while another worker leased the lane and
 // handed them out again.
 //
-// Keys: for short-job mode, reads Z (1, prio, lane) (serializable); then
-// those of zstillHeld.
+// Keys: for short-job mode, reads Z (1, prio, lane) and Z (5, prio, lane)
+// (serializable); then those of zstillHeld.
 func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, error) {
 	if p := res.Pointer; p != nil && p.Short && !p.Lapsed {
 		s, err := q.checkHold(tr, p)
@@ -186,6 +189,17 @@ func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, err
 		}
 		if err != nil {
 			return nil, err
+		}
+		// A hand-out commits its mark (takeShort): without it the attempt
+		// did not commit, and taking its jobs as handed out would leave
+		// their runs uncounted should this holder die.
+		last := res.Jobs[len(res.Jobs)-1]
+		v, err := tr.Get(p.lane.handoutKey()).Get()
+		if err != nil {
+			return nil, err
+		}
+		if tok, vestMs, id, ok := parseHandoutMark(v); !ok || tok != p.token || vestMs != last.zl.vestMs || id != last.ID {
+			return nil, nil
 		}
 	}
 	return q.zstillHeld(tr, res.Jobs)
@@ -250,6 +264,13 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 				res.NextVest = time.UnixMilli(nextMs)
 			}
 			return res, nil
+		}
+		if p.Lapsed && p.lapsedShort != 0 {
+			// The lapsed holder's hand-outs ran, uncounted: count them
+			// before the per-job claim below takes them.
+			if err := q.countLapsedShort(tr, &p); err != nil {
+				return res, err
+			}
 		}
 	}
 	var err error

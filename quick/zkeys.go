@@ -28,6 +28,7 @@ const zoneSchema = 2
 //	Z (2)                                          zone meta: lane count
 //	Z (3, id)                                      payload over InlinePayload bytes
 //	Z (4, id)                                      checkpoint over InlinePayload bytes
+//	Z (5, prio, lane)                              short-job hand-out mark: holder's token, last job handed out
 //
 // Dead letters, quarantine, unique keys, outcomes, task types, wake keys and
 // cron stay where schema 1 keeps them (S (1, ...)): they are rare or per
@@ -53,11 +54,12 @@ func newZKeys(space tuple.Subspace) zkeys {
 
 // Elements under a zone Z.
 const (
-	zJobs = 0
-	zLane = 1
-	zMeta = 2
-	zBlob = 3
-	zCkpt = 4
+	zJobs    = 0
+	zLane    = 1
+	zMeta    = 2
+	zBlob    = 3
+	zCkpt    = 4
+	zHandout = 5 // (5, prio, lane): a short-job holder's hand-out mark (zshort.go)
 )
 
 // zone is one (tenant, task type) queue: its key prefix and the names that
@@ -111,6 +113,10 @@ func (l laneRef) laneRange() kv.KeyRange {
 
 func (l laneRef) stateKey() []byte {
 	return l.z.space.Pack(tuple.Tuple{int64(zLane), int64(l.prio), int64(l.lane)})
+}
+
+func (l laneRef) handoutKey() []byte {
+	return l.z.space.Pack(tuple.Tuple{int64(zHandout), int64(l.prio), int64(l.lane)})
 }
 
 func (l laneRef) jobKey(vestMs int64, id ID) []byte { return l.z.jobKey(l.prio, l.lane, vestMs, id) }

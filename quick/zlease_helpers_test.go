@@ -267,6 +267,12 @@ func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time
 			out = nil
 			return err
 		}
+		if p.Lapsed && p.lapsedShort != 0 {
+			// As ClaimZone does: count a lapsed short holder's runs.
+			if err := q.countLapsedShort(tr, &p); err != nil {
+				return err
+			}
+		}
 		if out, err = zclaimTx(tr, p.lane, holder, lease, n, now); err != nil {
 			return err
 		}

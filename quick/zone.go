@@ -56,7 +56,8 @@ type PointerLease struct {
 	// Lapsed is set when the lane was taken over from a holder whose lease
 	// lapsed without handing it back. In short-job mode the jobs that holder
 	// was running may run again: they are claimed with per-job leases, so
-	// their attempts are counted.
+	// their attempts are counted, the lapsed holder's runs included (the
+	// lane's hand-out mark, countLapsedShort).
 	Lapsed bool
 	// Short is set when the lane is leased in short-job mode.
 	Short bool
@@ -64,6 +65,10 @@ type PointerLease struct {
 	lane   laneRef
 	token  uint64
 	cursor []byte // short-job mode: the last job key handed out
+	// lapsedShort is the token of the short-job lease this one took over
+	// (Lapsed, and the lapsed holder handed jobs out without writing
+	// them): the takeover counts their runs (countLapsedShort).
+	lapsedShort uint64
 	// unsaved is set between acquire and the end of the claim's
 	// transaction: the lease is not written yet, and the pointer is still
 	// at fromMs. A claim that hands the lane back in the same transaction

@@ -374,10 +374,14 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 				continue
 			}
 			deadline := now.Add(hold).Truncate(time.Millisecond)
+			var lapsedShort uint64
+			if old.leased() && old.Short {
+				lapsedShort = old.Token
+			}
 			return PointerLease{
 				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
 				Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
-				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs,
+				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs, lapsedShort: lapsedShort,
 			}, true, 0, nil
 		}
 	}
@@ -471,6 +475,9 @@ func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, re
 	if nextMs < 0 {
 		tr.Clear(q.pointerKeyOf(p.lane, old))
 		tr.Clear(p.lane.stateKey())
+		if p.Short {
+			tr.Clear(p.lane.handoutKey()) // zshort.go: a removed lane keeps no mark
+		}
 		return nil
 	}
 	q.movePointer(tr, p.lane, old, laneState{PtrMs: nextMs})

@@ -2,6 +2,7 @@ package quick
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -23,6 +24,19 @@ import (
 // leases, so those attempts are counted. A job that runs longer than the
 // lane lease is moved to a lease of its own (Extend, HandBack) before the
 // lane lease lapses, so it never runs unprotected.
+//
+// The dead holder's runs are counted too. A hand-out writes nothing per
+// job, so the job keys cannot tell which jobs it handed out; the lane's
+// hand-out mark Z (5, prio, lane) does: each claim that hands jobs out sets
+// it to the holder's token and the last job handed out (one set of 32
+// bytes per claim, not per job). A takeover of a lapsed short lease reads
+// the mark (serializably: a late claim of the lapsed holder and the
+// takeover conflict, so one of them sees the other) and, when the mark is that
+// lease's, adds the lapsed run to every job key up to the mark that carries
+// no per-job token (countLapsedShort): those are the jobs handed out and
+// not cleared. Without it a job that killed its holders in short-job mode
+// ran twice per counted attempt, and a takeover showed attempt 1 for a
+// second run.
 
 // takeShort hands out up to opts.Max vested jobs of a lane held in
 // short-job mode (p.Short, not p.Lapsed) without moving their keys: the
@@ -32,7 +46,8 @@ import (
 // It reads the lane after p's cursor (from the lane's start when there is
 // none) up to now, and advances the cursor past what it handed out, so the
 // holder's next claim continues there. Each lease's Deadline is the lane
-// lease's; its Attempt is the stored attempt plus one (not written). A job
+// lease's; its Attempt is the stored attempt plus one (not written: the
+// lane's hand-out mark lets a takeover count it, countLapsedShort). A job
 // whose attempts were all spent by per-job holders that vanished is
 // dead-lettered instead, and an entry that does not decode is quarantined
 // (the only writes). res.Pointer is set to p with its cursor advanced (p
@@ -40,7 +55,8 @@ import (
 //
 // Keys: a snapshot range read of Z (0, prio, lane) from the cursor to now
 // (limit Max+1); snapshot reads of Z (3, id) and Z (4, id) for jobs with
-// blobs; writes only for dead letters and quarantines (each with a
+// blobs; a set of the hand-out mark Z (5, prio, lane) when it hands a job
+// out; otherwise writes only for dead letters and quarantines (each with a
 // read-conflict key on its job key).
 func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
 	if !p.Short || p.Lapsed {
@@ -135,6 +151,7 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		cands = append(cands, c)
 	}
 	ptr := *p
+	var last zjobKey // the last job handed out
 	for _, c := range cands {
 		payload, ck := c.v.Payload, c.v.Checkpoint
 		if c.blob != nil {
@@ -180,6 +197,7 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 			zl:   &zoneLease{lane: l, vestMs: c.jk.VestMs, v: c.v, ptr: &ptr},
 		})
 		cursor = c.key
+		last = c.jk
 	}
 	if b.full {
 		res.More = true
@@ -187,8 +205,96 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 	if cursor != nil {
 		p.cursor = append([]byte(nil), cursor...)
 	}
+	if len(res.Jobs) > 0 {
+		// The hand-out mark: a takeover, should this lease lapse, counts
+		// the runs of the jobs up to it (countLapsedShort).
+		tr.Set(l.handoutKey(), handoutMark(p.token, last.VestMs, last.ID))
+	}
 	out := *p
 	res.Pointer = &out
+	return nil
+}
+
+// handoutMark is the value of a lane's hand-out mark: the holder's token
+// and the vesting time and ID of the last job it handed out (its key
+// without the zone's prefix), 8 + 8 + 16 bytes.
+func handoutMark(token uint64, vestMs int64, id ID) []byte {
+	b := make([]byte, 0, 32)
+	b = binary.BigEndian.AppendUint64(b, token)
+	b = binary.BigEndian.AppendUint64(b, uint64(vestMs))
+	return append(b, id[:]...)
+}
+
+// parseHandoutMark reads a hand-out mark; ok is false when it does not
+// decode (it is then ignored: a run may go uncounted, nothing is lost).
+func parseHandoutMark(v []byte) (token uint64, vestMs int64, id ID, ok bool) {
+	if len(v) != 32 {
+		return 0, 0, ID{}, false
+	}
+	copy(id[:], v[16:])
+	return binary.BigEndian.Uint64(v[:8]), int64(binary.BigEndian.Uint64(v[8:16])), id, true
+}
+
+// lapsedCountLimit bounds the job keys a takeover rewrites to count a
+// lapsed holder's runs: the jobs it had handed out and not cleared, about
+// its handler slots. Beyond it the rest run again uncounted, as before the
+// mark (logged).
+const lapsedCountLimit = 1000
+
+// countLapsedShort counts the runs of the jobs a lapsed short-job holder
+// handed out and did not clear, in the transaction of the claim that takes
+// its lane over (p.Lapsed, p.lapsedShort its token): every job key of the
+// lane up to the holder's hand-out mark that carries no per-job token gets
+// its attempt added, in place. The claim that follows (claimLane, a
+// snapshot read that sees these writes) then takes them with per-job leases
+// at the attempt after, or dead-letters those whose last attempt the dead
+// holder ran. A key there with a token is a per-job lease, counted when it
+// was taken. The mark is cleared: it is spent.
+//
+// Over-counting is possible only where a key was placed behind the
+// holder's cursor without being handed out (an enqueue vesting before the
+// cursor's time, from a clock behind the holder's, or a short job
+// released in place) and the holder then died.
+//
+// Keys: reads Z (5, prio, lane) (serializable); when it is the lapsed
+// lease's, a snapshot range read of the lane up to the mark (at most
+// lapsedCountLimit keys) and, per job counted, a read-conflict key and a
+// set of its key; clears Z (5, prio, lane).
+func (q *Queue) countLapsedShort(tr kv.Transaction, p *PointerLease) error {
+	l := p.lane
+	v, err := tr.Get(l.handoutKey()).Get()
+	if err != nil || v == nil {
+		return err
+	}
+	tr.Clear(l.handoutKey())
+	token, vestMs, id, ok := parseHandoutMark(v)
+	if !ok || token != p.lapsedShort {
+		return nil
+	}
+	r := l.laneRange()
+	r.End = kv.KeyAfter(l.jobKey(vestMs, id))
+	kvs, err := tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: lapsedCountLimit}).GetSliceWithError()
+	if err != nil {
+		return err
+	}
+	if len(kvs) == lapsedCountLimit {
+		q.opts.Logger.Warn("quick: a lapsed short-job lane has more jobs handed out than a takeover counts; the rest run again uncounted",
+			"lane", l.String(), "counted", lapsedCountLimit)
+	}
+	for _, kvp := range kvs {
+		var jv zjobValue
+		if _, perr := l.z.parseJobKey(kvp.Key); perr != nil || jv.unmarshal(kvp.Value) != nil {
+			continue // the claim quarantines it
+		}
+		if jv.Token != 0 {
+			continue
+		}
+		if err := q.conflictOn(tr, kvp.Key); err != nil {
+			return err
+		}
+		jv.Attempt++
+		tr.Set(kvp.Key, jv.marshal())
+	}
 	return nil
 }
 

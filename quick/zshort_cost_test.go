@@ -80,7 +80,7 @@ func TestShortCostPerJob(t *testing.T) {
 		maxMut   float64 // enqueue + claim + ack
 		maxCmt   float64 // claim + ack
 	}{
-		{"short/steady", 1000, 100, true, 2.2, 0.02},
+		{"short/steady", 1000, 100, true, 2.2, 0.022},
 		{"short/one-visit", 100, 100, true, 2.2, 0.031},
 		{"per-job/steady", 1000, 100, false, 4.1, 0.021},
 	} {

@@ -39,10 +39,17 @@ func (r *runner) claimLoop() {
 				continue
 			}
 		}
+		// Taken before the look at the slots, so that one freed in between
+		// is not missed.
+		slots := r.slotsChanged()
 		free := r.free()
 		if free <= 0 {
-			// Full: the next claim waits for a handler to return.
-			if !r.sleep(-1, r.slotFreed, nil) {
+			// Full: the next claim waits for a slot. In the zones layout
+			// the slots may be held by the zones claims' reservations, and
+			// a reservation given back wakes only slotsChanged: waiting on
+			// a handler's return alone (slotFreed) stranded the schema-1
+			// jobs of this worker's lanes once the zones ran dry.
+			if !r.sleep(-1, r.slotFreed, slots) {
 				return
 			}
 			continue

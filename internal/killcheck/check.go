@@ -238,6 +238,9 @@ func Check(ctx context.Context, q *quick.Queue, keys Keys, exp Expect) (*Report,
 		case d.Attempt < 2 || d.ResumedFrom < want.Min || d.ResumedFrom > want.Max:
 			r.bad("job %s: completed by %s at attempt %d resuming from step %d; want attempt >= 2 and a resume from step %s (%s's last checkpoint)",
 				id, d.Worker, d.Attempt, d.ResumedFrom, span(want.Min, want.Max), want.Killed)
+		case want.Max == 0:
+			r.ok("job %s: %s killed before the job's first checkpoint; %s ran it from the start at attempt %d and completed it",
+				id, want.Killed, d.Worker, d.Attempt)
 		default:
 			r.ok("job %s: %s killed after checkpointing step %s; %s resumed it from step %d at attempt %d and completed it",
 				id, want.Killed, span(want.Min, want.Max), d.Worker, d.ResumedFrom, d.Attempt)

@@ -33,6 +33,7 @@
 //     starts as server-restart does when given only -fdb-bin. Other jobs the killed worker held must resume from the
 //     last checkpoint it reported (or the one after, if it died between a
 //     checkpoint's commit and its report).
+//
 //   - server-restart: the check starts its own fdbserver (from -fdb-bin) on
 //     a data directory with "configure new single ssd", runs a producer and
 //     two workers, kills the fdbserver with SIGKILL once a third of the
@@ -40,7 +41,15 @@
 //     that every job is completed exactly once and that the completions
 //     made before the kill survived it.
 //
-// Mid-batch kills of the short-job mode (issue 12) are not covered: that
-// mode does not exist in this tree yet. The -short-batch flag says so and
-// fails; see TODO(short-batch) in run.go.
+//   - short-batch (also -short-batch): the queue in the zones layout with
+//     the task type in short-job mode (QueueOptions(true): a claim hands
+//     jobs out under its lane lease and writes nothing per job). Two worker
+//     processes of 8 slots with -hang-short (Handler.HangShort: the first
+//     attempt of a job handed out under a short lease blocks before its
+//     first step) and a producer of 8 jobs: the worker that leases the
+//     zone's lane first is handed them all, and is killed with SIGKILL
+//     while it holds them. The other must take the lane over once its
+//     lease lapses and complete every job with per-job leases, each at
+//     attempt 2 (the takeover counts the dead worker's runs through the
+//     lane's hand-out mark), none lost, none completed twice.
 package killcheck

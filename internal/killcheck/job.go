@@ -62,6 +62,13 @@ type Handler struct {
 	// Emit receives the events the scenario follows (one per call,
 	// possibly from several goroutines at once).
 	Emit func(Event)
+	// HangShort makes the first attempt of every job handed out under a
+	// short-job lane lease (quick.Lease.Short: no per-job lease, nothing
+	// written for it) block before its first step until its context ends:
+	// the moment the short-batch scenario kills the worker mid-batch. A
+	// run under a per-job lease (a takeover of the dead worker's lane)
+	// never blocks.
+	HangShort bool
 }
 
 // Register registers h's handler on w.
@@ -89,6 +96,11 @@ func (h *Handler) run(ctx context.Context, job *worker.Job[Steps]) error {
 		from = n
 	}
 	h.emit(EventStart, job, from)
+	if h.HangShort && job.Lease.Short() && job.Lease.Attempt == 1 {
+		h.emit(EventHang, job, from)
+		<-ctx.Done() // until the kill (or a lost lane)
+		return context.Cause(ctx)
+	}
 	for step := from; step < job.Args.N; {
 		select {
 		case <-h.Clock.After(time.Duration(job.Args.StepMs) * time.Millisecond):

@@ -2,6 +2,7 @@ package killcheck
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -33,13 +35,19 @@ type inproc struct {
 	progress map[string]*Progress
 }
 
-func newInproc(t *testing.T) *inproc {
+func newInproc(t *testing.T) *inproc { return newInprocWith(t, false) }
+
+// newInprocWith opens the queue with QueueOptions(short), as the
+// scenarios' processes do.
+func newInprocWith(t *testing.T, short bool) *inproc {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	db := memkv.Open(memkv.Options{Clock: clk, Wait: clk})
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
 	qs, keys := Spaces(tuple.FromTuple(tuple.Tuple{"killcheck", "test"}))
-	q, err := quick.Open(ctx, db, qs, quick.Options{Lanes: Lanes, Clock: clk})
+	qo := QueueOptions(short)
+	qo.Clock = clk
+	q, err := quick.Open(ctx, db, qs, qo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +79,15 @@ type running struct {
 	done chan error
 }
 
-func (e *inproc) start(id string) *running {
-	w, err := worker.New(worker.Config{Queue: e.q, ID: id, DefaultConcurrency: 4})
+func (e *inproc) start(id string) *running { return e.startWith(id, 4, false) }
+
+// startWith starts a worker of slots slots whose handler has HangShort.
+func (e *inproc) startWith(id string, slots int, hangShort bool) *running {
+	w, err := worker.New(worker.Config{Queue: e.q, ID: id, DefaultConcurrency: slots})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	h := &Handler{Keys: e.keys, Clock: e.clk, Emit: e.emit}
+	h := &Handler{Keys: e.keys, Clock: e.clk, Emit: e.emit, HangShort: hangShort}
 	if err := h.Register(w, worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -200,6 +211,65 @@ func runScenario(t *testing.T) (*inproc, Expect) {
 	return e, Expect{IDs: ids, Resumes: resumes}
 }
 
+// The short-batch scenario in process: two workers of the task type in
+// short-job mode, both blocking every job handed out under a short lane
+// lease; the one that leased the lane is handed the whole batch and killed
+// (no ack, no hand-back); the other takes the lane over once its lease
+// lapses and completes every job with per-job leases, at attempt 2: the
+// dead worker's runs are counted (quick's hand-out mark), though nothing
+// was written per job when they were handed out.
+func TestShortBatchKillInProcess(t *testing.T) {
+	e := newInprocWith(t, true)
+	w1, w2 := e.startWith("w1", ShortBatchSlots, true), e.startWith("w2", ShortBatchSlots, true)
+	jobs := make([]Steps, ShortBatchJobs)
+	for i := range jobs {
+		jobs[i] = Steps{Seq: i, N: 3, StepMs: 1000}
+	}
+	ids := e.produce(jobs)
+	victim, survivor, victimID := w1, w2, ""
+	e.drive("one worker to be handed the whole batch", func() bool {
+		for _, w := range []string{"w1", "w2"} {
+			if n := len(e.of(w).Hang); n > 0 {
+				victimID = w
+				return n == len(ids)
+			}
+		}
+		return false
+	})
+	if victimID == "w2" {
+		victim, survivor = w2, w1
+	}
+	survivorID := map[string]string{"w1": "w2", "w2": "w1"}[victimID]
+	if n := len(e.of(survivorID).Hang); n > 0 {
+		t.Fatalf("%s was handed %d jobs under a short lease too: the batch was split", survivorID, n)
+	}
+	testhooks.KillWorker(victim.w)
+	<-victim.done
+	resumes := ShortBatchResumes(victimID, e.of(victimID))
+	if len(resumes) != len(ids) {
+		t.Fatalf("%s was running %d jobs when killed, want all %d", victimID, len(resumes), len(ids))
+	}
+	e.drive("the survivor to complete every job", e.completedAll(len(ids)))
+	if n := len(e.of(survivorID).Hang); n > 0 {
+		t.Fatalf("%s was handed %d jobs under a short lease at attempt 1 after the takeover", survivorID, n)
+	}
+	e.stop(survivor)
+	r, err := Check(e.ctx, e.q, e.keys, Expect{IDs: ids, Resumes: resumes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() {
+		t.Fatalf("problems: %q", r.Problems)
+	}
+	text := strings.Join(r.Checked, "\n")
+	for _, want := range []string{"8/8 jobs completed exactly once", "by attempt: 2 8", "listing is empty", "ran it from the start at attempt 2"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	t.Log("\n" + text)
+}
+
 func TestWorkerKillInProcess(t *testing.T) {
 	e, exp := runScenario(t)
 	r, err := Check(e.ctx, e.q, e.keys, exp)
@@ -290,11 +360,14 @@ func FuzzParseEvent(f *testing.F) {
 	})
 }
 
-// Without the fdb tag the run role says how to get it; -short-batch says
-// the mode does not exist yet.
+// Without the fdb tag the run role says how to get it; an unknown
+// scenario is refused before anything starts.
 func TestRunNeeds(t *testing.T) {
-	if err := Run(context.Background(), Config{ShortBatch: true}); err != ErrShortBatch {
-		t.Errorf("-short-batch: %v", err)
+	if err := Run(context.Background(), Config{Scenarios: []string{"worker-kill"}, ShortBatch: true}); fdbkv.Built || !errors.Is(err, fdbkv.ErrNotBuilt) {
+		t.Errorf("-short-batch without the fdb tag: %v", err)
+	}
+	if err := Run(context.Background(), Config{Scenarios: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
+		t.Errorf("unknown scenario: %v", err)
 	}
 	if err := Main(context.Background(), []string{"nope"}, nil, nil); err == nil || !strings.Contains(err.Error(), "unknown role") {
 		t.Errorf("unknown role: %v", err)

@@ -24,6 +24,19 @@ import (
 // lanes are taken over soon and both workers are busy.
 const Lanes = 4
 
+// QueueOptions are the options every process of a run opens the queue
+// with: the lanes layout, or with short the zones layout with TaskType in
+// short-job mode (TaskTypeOptions.ShortJobs; Trackable, so that the
+// checker's Get finds a job still queued).
+func QueueOptions(short bool) quick.Options {
+	o := quick.Options{Lanes: Lanes}
+	if short {
+		o.Layout = quick.LayoutZones
+		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {ShortJobs: true, Trackable: true}}
+	}
+	return o
+}
+
 // Spaces are a run's subspaces: the queue's and the app's records.
 func Spaces(run tuple.Subspace) (queue tuple.Subspace, keys Keys) {
 	return run.Sub("queue"), Keys{App: run.Sub("app")}
@@ -48,6 +61,7 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 	fs.SetOutput(stderr)
 	f := &workermain.Flags{}
 	f.Register(fs)
+	short := fs.Bool("short", false, "the zones layout, with the task type in short-job mode (QueueOptions)")
 	if add != nil {
 		add(fs)
 	}
@@ -67,7 +81,9 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 		return nil, nil, nil, Keys{}, nil, err
 	}
 	qs, keys := Spaces(run)
-	q, err := quick.Open(ctx, db, qs, quick.Options{Lanes: Lanes, Logger: log})
+	qo := QueueOptions(*short)
+	qo.Logger = log
+	q, err := quick.Open(ctx, db, qs, qo)
 	if err != nil {
 		return nil, nil, nil, Keys{}, nil, fmt.Errorf("open the queue: %w", err)
 	}
@@ -79,7 +95,10 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 func WorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f, db, q, keys, log, err := openRole(ctx, "worker", args, stderr, nil)
+	var hangShort bool
+	f, db, q, keys, log, err := openRole(ctx, "worker", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&hangShort, "hang-short", false, "block the first attempt of every job handed out under a short-job lane lease until the process is killed (Handler.HangShort)")
+	})
 	if err != nil {
 		return err
 	}
@@ -89,7 +108,7 @@ func WorkerMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	out := &lineWriter{w: stdout}
-	h := &Handler{Keys: keys, Clock: clock.Real(), Emit: out.emit}
+	h := &Handler{Keys: keys, Clock: clock.Real(), Emit: out.emit, HangShort: hangShort}
 	if err := h.Register(w, worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,18 +21,6 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/workermain"
 )
-
-// ErrShortBatch is the error of -short-batch: the short-job mode's
-// mid-batch kill cannot be checked before the mode exists.
-//
-// TODO(short-batch): once issue 12's short-job mode lands, add a scenario
-// that registers the handler in that mode, kills the worker (SIGKILL) after
-// it took a batch under its lane lease and before the batched ack commits,
-// and checks that the survivor runs every job of the batch (at least
-// once: with the mode's clear-based completion the count key may say 2 for
-// a job whose ack raced the kill, which the check must then allow and
-// report separately).
-var ErrShortBatch = errors.New("killcheck: -short-batch: the short-job mode (issue 12) does not exist in this tree yet, so a mid-batch kill cannot be checked (TODO(short-batch) in internal/killcheck/run.go)")
 
 // Config is a run of the scenarios.
 type Config struct {
@@ -46,7 +35,7 @@ type Config struct {
 	// when empty).
 	FDBBin  string
 	DataDir string
-	// Scenarios to run: "worker-kill", "server-restart".
+	// Scenarios to run: "worker-kill", "server-restart", "short-batch".
 	Scenarios []string
 	// Subspace is the prefix every run's data goes under, plus a random
 	// run id.
@@ -62,7 +51,8 @@ type Config struct {
 	Keep bool
 	// LogDir receives the children's logs (a temporary directory when
 	// empty; kept).
-	LogDir     string
+	LogDir string
+	// ShortBatch adds the short-batch scenario to Scenarios.
 	ShortBatch bool
 	Out        io.Writer
 }
@@ -77,7 +67,7 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&c.ClusterFile, "cluster-file", os.Getenv("FDB_CLUSTER_FILE"), "cluster file of the server the worker-kill scenario runs against (default $FDB_CLUSTER_FILE; if empty too, it starts its own from -fdb-bin)")
 	fs.StringVar(&c.FDBBin, "fdb-bin", os.Getenv("QUICKFDB_FDB_BIN"), "directory holding fdbserver and fdbcli, for the server-restart scenario (default $QUICKFDB_FDB_BIN)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "an empty or new directory for the server-restart scenario's server (default a temporary directory)")
-	fs.StringVar(&scen, "scenario", "worker-kill,server-restart", "scenarios to run, comma-separated")
+	fs.StringVar(&scen, "scenario", "worker-kill,server-restart", "scenarios to run, comma-separated: worker-kill, server-restart, short-batch")
 	fs.StringVar(&c.Subspace, "subspace", "killcheck", "tuple prefix of the runs' data (a random run id is added)")
 	fs.IntVar(&c.Jobs, "jobs", 12, "jobs per scenario")
 	fs.IntVar(&c.Steps, "steps", 8, "steps per job")
@@ -86,7 +76,7 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "bound on one scenario")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the runs' data and the started server's directory")
 	fs.StringVar(&c.LogDir, "log-dir", "", "directory for the child processes' logs (default a new temporary directory)")
-	fs.BoolVar(&c.ShortBatch, "short-batch", false, "also kill a worker mid-batch in short-job mode (not available yet: fails)")
+	fs.BoolVar(&c.ShortBatch, "short-batch", false, "also run short-batch: kill a worker with SIGKILL mid-batch in short-job mode (same as adding short-batch to -scenario)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,8 +94,13 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // Run runs the configured scenarios and fails if any check failed.
 func Run(ctx context.Context, c Config) error {
-	if c.ShortBatch {
-		return ErrShortBatch
+	if c.ShortBatch && !slices.Contains(c.Scenarios, "short-batch") {
+		c.Scenarios = append(c.Scenarios, "short-batch")
+	}
+	for _, name := range c.Scenarios {
+		if !slices.Contains(scenarioNames, name) {
+			return fmt.Errorf("killcheck: unknown scenario %q (want one of %s)", name, strings.Join(scenarioNames, ", "))
+		}
 	}
 	if !fdbkv.Built {
 		return fmt.Errorf("killcheck: this binary has no FoundationDB support: build it with -tags fdb (scripts/fdb-kill-check does): %w", fdbkv.ErrNotBuilt)
@@ -131,8 +126,8 @@ func Run(ctx context.Context, c Config) error {
 			err = s.workerKill(sctx)
 		case "server-restart":
 			err = s.serverRestart(sctx)
-		default:
-			err = fmt.Errorf("unknown scenario %q (want worker-kill or server-restart)", name)
+		case "short-batch":
+			err = s.shortBatch(sctx)
 		}
 		cancel()
 		if err != nil {
@@ -147,6 +142,9 @@ func Run(ctx context.Context, c Config) error {
 	}
 	return nil
 }
+
+// scenarioNames are the scenarios Run knows.
+var scenarioNames = []string{"worker-kill", "server-restart", "short-batch"}
 
 type scenario struct {
 	Config
@@ -167,7 +165,8 @@ func (s *scenario) printf(format string, args ...any) {
 }
 
 // env is one scenario's run: its subspace (flag is how its children's
-// -subspace spells it), database and queue.
+// -subspace spells it), database and queue; short when the queue is in the
+// zones layout with the task type in short-job mode (QueueOptions).
 type env struct {
 	cluster string
 	flag    string
@@ -175,14 +174,15 @@ type env struct {
 	db      kv.Database
 	q       *quick.Queue
 	keys    Keys
+	short   bool
 }
 
 // open opens a fresh run on the cluster: a random run id under the
 // configured subspace.
-func (s *scenario) open(ctx context.Context, cluster string) (*env, error) {
+func (s *scenario) open(ctx context.Context, cluster string, short bool) (*env, error) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	e := &env{cluster: cluster, flag: s.Subspace + ",r" + hex.EncodeToString(b[:])}
+	e := &env{cluster: cluster, flag: s.Subspace + ",r" + hex.EncodeToString(b[:]), short: short}
 	var err error
 	if e.root, err = workermain.ParseSubspace(e.flag); err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (s *scenario) open(ctx context.Context, cluster string) (*env, error) {
 	}
 	qs, keys := Spaces(e.root)
 	e.keys = keys
-	if e.q, err = quick.Open(ctx, e.db, qs, quick.Options{Lanes: Lanes}); err != nil {
+	if e.q, err = quick.Open(ctx, e.db, qs, QueueOptions(short)); err != nil {
 		return nil, fmt.Errorf("open the queue on %s: %w", cluster, err)
 	}
 	s.printf("run subspace (%s), queue under it at (queue), cluster file %s", e.flag, cluster)
@@ -234,14 +234,23 @@ func (s *scenario) child(name string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-func (s *scenario) startWorker(e *env, id string) (*proc, error) {
-	return s.child(id, "worker", "-cluster-file", e.cluster, "-subspace", e.flag, "-id", id, "-concurrency", "4", "-log-level", "info")
+// startWorker starts a worker process with 4 slots; extra flags follow.
+func (s *scenario) startWorker(e *env, id string, extra ...string) (*proc, error) {
+	args := []string{"worker", "-cluster-file", e.cluster, "-subspace", e.flag, "-id", id, "-concurrency", "4", "-log-level", "info"}
+	if e.short {
+		args = append(args, "-short")
+	}
+	return s.child(id, append(args, extra...)...)
 }
 
 // produce runs the producer process and returns the IDs it reported.
 func (s *scenario) produce(ctx context.Context, e *env, hangAt int) ([]quick.ID, error) {
-	p, err := s.child("producer", "produce", "-cluster-file", e.cluster, "-subspace", e.flag, "-log-level", "warn",
-		"-jobs", fmt.Sprint(s.Jobs), "-steps", fmt.Sprint(s.Steps), "-step-time", s.StepTime.String(), "-hang-at", fmt.Sprint(hangAt))
+	args := []string{"produce", "-cluster-file", e.cluster, "-subspace", e.flag, "-log-level", "warn",
+		"-jobs", fmt.Sprint(s.Jobs), "-steps", fmt.Sprint(s.Steps), "-step-time", s.StepTime.String(), "-hang-at", fmt.Sprint(hangAt)}
+	if e.short {
+		args = append(args, "-short")
+	}
+	p, err := s.child("producer", args...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,33 +9,46 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
+// serverFor returns the cluster file of the server a scenario runs
+// against: -cluster-file's, or with only -fdb-bin one it starts (configure
+// new single ssd) and stop stops (keeping its directory with Keep or when
+// the scenario failed).
+func (s *scenario) serverFor(ctx context.Context) (cluster string, stop func(failed bool), err error) {
+	if s.ClusterFile != "" {
+		return s.ClusterFile, func(bool) {}, nil
+	}
+	if s.FDBBin == "" {
+		return "", nil, fmt.Errorf("needs a server: -cluster-file (or FDB_CLUSTER_FILE), or -fdb-bin to start one")
+	}
+	srv, err := s.newServer(s.FDBBin, "")
+	if err != nil {
+		return "", nil, err
+	}
+	stop = func(failed bool) { srv.stop(s.Keep || failed) }
+	if err := srv.start(); err != nil {
+		stop(true)
+		return "", nil, err
+	}
+	if err := srv.configure(ctx); err != nil {
+		stop(true)
+		return "", nil, err
+	}
+	s.printf("no -cluster-file: started fdbserver (pid %d) on %s, configure new single ssd; data in %s", srv.p.pid(), srv.args[1], srv.dir)
+	return srv.clusterFile, stop, nil
+}
+
 // workerKill: two workers, one producer; the worker running the first job
 // is killed with SIGKILL while that job blocks right after checkpointing
 // step hangAt; the other worker must finish everything.
 func (s *scenario) workerKill(ctx context.Context) (err error) {
 	s.name = "worker-kill"
 	defer func() { s.name = "" }()
-	cluster := s.ClusterFile
-	if cluster == "" {
-		// No server given: start one as server-restart does, if we can.
-		if s.FDBBin == "" {
-			return fmt.Errorf("needs a server: -cluster-file (or FDB_CLUSTER_FILE), or -fdb-bin to start one")
-		}
-		var srv *server
-		if srv, err = s.newServer(s.FDBBin, ""); err != nil {
-			return err
-		}
-		defer func() { srv.stop(s.Keep || err != nil) }()
-		if err := srv.start(); err != nil {
-			return err
-		}
-		if err := srv.configure(ctx); err != nil {
-			return err
-		}
-		s.printf("no -cluster-file: started fdbserver (pid %d) on %s, configure new single ssd; data in %s", srv.p.pid(), srv.args[1], srv.dir)
-		cluster = srv.clusterFile
+	cluster, stopServer, err := s.serverFor(ctx)
+	if err != nil {
+		return err
 	}
-	e, err := s.open(ctx, cluster)
+	defer func() { stopServer(err != nil) }()
+	e, err := s.open(ctx, cluster, false)
 	defer s.close(e)
 	if err != nil {
 		return err

@@ -383,6 +383,7 @@ func (h *harness) produce(ctx context.Context, p int) {
 		}
 		kind := KindNormal
 		r := rng.Float64()
+		slowFirst := false
 		for _, k := range []struct {
 			share float64
 			kind  string
@@ -401,11 +402,14 @@ func (h *harness) produce(ctx context.Context, p int) {
 		// has, so that a run exercises each whatever its seed (a share
 		// of 1% left a 22 s run without a slow job now and then, and the
 		// zones soak's check of them failed).
+		// The first slow job runs in short-job mode, where slower than the
+		// lane lease means a promotion to a per-job lease.
 		if p == 0 && n < len(firstKinds) && firstKinds[n].share(c) > 0 {
 			kind = firstKinds[n].kind
+			slowFirst = kind == KindSlow
 		}
 		tt := workType
-		if c.ShortShare > 0 && rng.Float64() < c.ShortShare {
+		if c.ShortShare > 0 && (rng.Float64() < c.ShortShare || slowFirst) {
 			tt = shortType
 		}
 		var delay time.Duration

@@ -56,18 +56,6 @@ func TestShortSoakMigrate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("25 s soak")
 	}
-	// Known defect, open: with seed 1 the drain stalls with a few jobs
-	// still queued that never ran after the switch (2 of 2 runs on main at
-	// the end of session 3, 1 of 9 on its branch before). The stuck jobs
-	// look like schema-1 jobs (one never ran, one requeued from a schema-1
-	// dead letter) while the zones workers' lanes claimers log "standing
-	// by" for clocks 0-400 ms apart (lanes/tracker.go judge): the migration
-	// path of package worker, not the zones layout. The deterministic
-	// migration test (worker.TestZonesMigrationDrainsSchema1) passes; this
-	// soak runs with QUICK_KNOWN_BUGS=1.
-	if os.Getenv("QUICK_KNOWN_BUGS") == "" {
-		t.Skip("known defect: the migration soak's drain stalls (see the comment; QUICK_KNOWN_BUGS=1 runs it)")
-	}
 	skipUnlessZonesBuilt(t)
 	rep, err := Run(context.Background(), verbose(ShortMigrate()), testLog{t})
 	if err != nil {
