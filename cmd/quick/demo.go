@@ -85,7 +85,27 @@ type demoCounts struct {
 	checkpoints map[string]int64             // worker -> checkpoints written (each extends the lease)
 	running     map[string]map[quick.ID]bool // worker -> jobs it runs now
 	orphans     map[quick.ID]bool            // jobs the killed worker held
+	finished    map[quick.ID]bool            // jobs a handler ended (done counts each once)
 	events      []string                     // takeovers, for the main loop to show
+}
+
+// finish counts job id as done (and dead) once: a handler that ended a job
+// whose lease it had lost (a slow run on a loaded machine) sees the job run
+// again, and the bar showed 61/60 done.
+func (s *demoCounts) finish(id quick.ID, dead bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished[id] {
+		return
+	}
+	if s.finished == nil {
+		s.finished = map[quick.ID]bool{}
+	}
+	s.finished[id] = true
+	s.done.Add(1)
+	if dead {
+		s.dead.Add(1)
+	}
 }
 
 // takeEvents returns and forgets the events noted since the last call.
@@ -576,12 +596,11 @@ func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Boo
 		if err != nil {
 			counts.failed.Add(1)
 			if job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts {
-				counts.dead.Add(1)
-				counts.done.Add(1)
+				counts.finish(job.Lease.ID, true)
 			}
 			return err
 		}
-		counts.done.Add(1)
+		counts.finish(job.Lease.ID, false)
 		return nil
 	}
 }
