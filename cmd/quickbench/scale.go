@@ -87,10 +87,10 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		tw.Flush()
 	}
 	if len(claims) > 0 {
-		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen ==\n",
-			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor)
+		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen; cpu: process CPU s (getrusage) per wall s, ceiling GOMAXPROCS = %d ==\n",
+			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor, claims[0].GOMAXPROCS)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\t")
+		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\tcpu s/wall s\tcpu s/1k jobs\t")
 		for _, r := range claims {
 			peek, start := "-", "-"
 			if r.Layout == "zones" {
@@ -102,7 +102,11 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 					start = "head"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors)
+			cpu, per1k := "-", "-"
+			if r.CPUPerWallS > 0 {
+				cpu, per1k = fmt.Sprintf("%.2f", r.CPUPerWallS), fmt.Sprintf("%.3f", r.CPUPer1kJobs)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t%s\t%s\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors, cpu, per1k)
 			if r.FirstError != "" {
 				logf("%s/%d: first error: %s", r.Layout, r.Workers, r.FirstError)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,6 +289,13 @@ type ClaimsResult struct {
 	KeysPerJob   float64 `json:"claim_keys_read_per_job"`
 	Errors       int64   `json:"errors"`
 	FirstError   string  `json:"first_error,omitempty"`
+	// CPUPerWallS is the process's CPU seconds (user + system, every
+	// thread: claimers, acks, memkv, the runtime) per wall second of the
+	// run; GOMAXPROCS is its ceiling. CPUPer1kJobs is the same CPU time
+	// per 1,000 jobs acked. Both 0 where getrusage is not available.
+	CPUPerWallS  float64 `json:"cpu_s_per_wall_s"`
+	CPUPer1kJobs float64 `json:"cpu_s_per_1k_jobs"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
 }
 
 // ScaleClaims runs the sweep for one layout: each claimer count on a
@@ -397,6 +405,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	}
 	runCtx, cancel := context.WithTimeout(ctx, c.RunFor)
 	defer cancel()
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	for _, name := range names {
 		mine := assigned[name]
@@ -441,8 +450,16 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
+	cpu1, cpuOK1 := processCPU()
 	cs := claimDB.Stats()
-	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, PeekHead: head, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load()}
+	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, PeekHead: head, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if cpuOK && cpuOK1 {
+		r.CPUPerWallS = (cpu1 - cpu0) / el
+		if n := jobs.Load(); n > 0 {
+			r.CPUPer1kJobs = (cpu1 - cpu0) / float64(n) * 1000
+		}
+	}
 	if cs.Commits > 0 {
 		r.ConflictRate = float64(cs.Conflicts) / float64(cs.Commits)
 		r.JobsPerClaim = float64(jobs.Load()) / float64(max(cs.Commits-cs.Conflicts, 1))
