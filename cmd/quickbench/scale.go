@@ -33,13 +33,23 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	peeks := fs.String("peeks", joinInts(cc.Peeks), "claims: ZoneClaimOptions.Peek values to sweep (zones; 0 = quick's default)")
 	headPeeks := fs.String("head-peeks", joinInts(cc.HeadPeeks), "claims: Peek values to sweep with PeekHead, every claim reading the head of the pointer index (zones; the choice before the random start, to compare)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	var prof profileFlags
+	prof.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	var err error
+	stop, err := prof.start()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			fmt.Fprintln(stderr, "quickbench:", err)
+		}
+	}()
 	if cc.Workers, err = parseInts(*claimWorkers); err != nil {
 		return fail(stderr, err)
 	}
@@ -87,10 +97,10 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		tw.Flush()
 	}
 	if len(claims) > 0 {
-		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen; cpu: process CPU s (getrusage) per wall s, ceiling GOMAXPROCS = %d ==\n",
-			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor, claims[0].GOMAXPROCS)
+		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen; cpu: this process's CPU s (getrusage) per wall s, ceiling GOMAXPROCS = %d; machine: every process's (/proc/stat) of %d cores, niced: the part at positive nice ==\n",
+			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor, claims[0].GOMAXPROCS, claims[0].NumCPU)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\tcpu s/wall s\tcpu s/1k jobs\t")
+		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\tcpu s/wall s\tcpu s/1k jobs\tmachine cpu s/wall s\tniced\t")
 		for _, r := range claims {
 			peek, start := "-", "-"
 			if r.Layout == "zones" {
@@ -102,11 +112,14 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 					start = "head"
 				}
 			}
-			cpu, per1k := "-", "-"
+			cpu, per1k, mach, niced := "-", "-", "-", "-"
 			if r.CPUPerWallS > 0 {
 				cpu, per1k = fmt.Sprintf("%.2f", r.CPUPerWallS), fmt.Sprintf("%.3f", r.CPUPer1kJobs)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t%s\t%s\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors, cpu, per1k)
+			if r.MachinePerWallS > 0 {
+				mach, niced = fmt.Sprintf("%.2f", r.MachinePerWallS), fmt.Sprintf("%.2f", r.NicedPerWallS)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t%s\t%s\t%s\t%s\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors, cpu, per1k, mach, niced)
 			if r.FirstError != "" {
 				logf("%s/%d: first error: %s", r.Layout, r.Workers, r.FirstError)
 			}

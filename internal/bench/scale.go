@@ -296,6 +296,13 @@ type ClaimsResult struct {
 	CPUPerWallS  float64 `json:"cpu_s_per_wall_s"`
 	CPUPer1kJobs float64 `json:"cpu_s_per_1k_jobs"`
 	GOMAXPROCS   int     `json:"gomaxprocs"`
+	// MachinePerWallS is the CPU seconds of every process on the machine
+	// (/proc/stat; Linux only, else 0) per wall second, NicedPerWallS the
+	// part of it at positive nice: with MachinePerWallS at NumCPU the
+	// machine is saturated and this process got CPUPerWallS of it.
+	MachinePerWallS float64 `json:"machine_cpu_s_per_wall_s"`
+	NicedPerWallS   float64 `json:"niced_cpu_s_per_wall_s"`
+	NumCPU          int     `json:"num_cpu"`
 }
 
 // ScaleClaims runs the sweep for one layout: each claimer count on a
@@ -406,6 +413,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	runCtx, cancel := context.WithTimeout(ctx, c.RunFor)
 	defer cancel()
 	cpu0, cpuOK := processCPU()
+	mach0, niced0, machOK := machineCPU()
 	start := time.Now()
 	for _, name := range names {
 		mine := assigned[name]
@@ -451,9 +459,13 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	wg.Wait()
 	el := time.Since(start).Seconds()
 	cpu1, cpuOK1 := processCPU()
+	mach1, niced1, machOK1 := machineCPU()
 	cs := claimDB.Stats()
 	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, PeekHead: head, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU()}
+	if machOK && machOK1 {
+		r.MachinePerWallS, r.NicedPerWallS = (mach1-mach0)/el, (niced1-niced0)/el
+	}
 	if cpuOK && cpuOK1 {
 		r.CPUPerWallS = (cpu1 - cpu0) / el
 		if n := jobs.Load(); n > 0 {

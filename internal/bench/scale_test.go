@@ -99,3 +99,18 @@ func TestScaleClaimsAndTenantsRun(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcStatCPU(t *testing.T) {
+	busy, niced, ok := parseProcStatCPU("cpu  59446 37250 16008 32698 382 0 135 44 0 0")
+	if !ok || busy != (59446+37250+16008+0+135+44)/100.0 || niced != 372.5 {
+		t.Errorf("got %v %v %v", busy, niced, ok)
+	}
+	if busy, _, ok := parseProcStatCPU("cpu 100 0 100 5000 0 0 0"); !ok || busy != 2 {
+		t.Errorf("no steal field: got %v %v", busy, ok)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 x 4 5 6 7 8", "cpu 1 2 3"} {
+		if _, _, ok := parseProcStatCPU(bad); ok {
+			t.Errorf("%q: parsed", bad)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package bench
+
+// machineCPU cannot read the machine's CPU time here.
+func machineCPU() (busy, niced float64, ok bool) { return 0, 0, false }
