@@ -97,10 +97,10 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		tw.Flush()
 	}
 	if len(claims) > 0 {
-		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen; cpu: this process's CPU s (getrusage) per wall s, ceiling GOMAXPROCS = %d; machine: every process's (/proc/stat) of %d cores, niced: the part at positive nice ==\n",
+		fmt.Fprintf(stdout, "\n== claims: %d tenants x %d vested jobs, claim (Max %d) then ack at once, %v per claimer count, memkv with FDB latencies, the queue's clock frozen; cpu: this process's CPU s (getrusage) per wall s, ceiling GOMAXPROCS = %d; machine: every process's (/proc/stat) of %d cores, niced: the part at positive nice; rq wait: this process's threads runnable and waiting for a core (schedstat), s per wall s ==\n",
 			cc.Tenants, cc.PerTenant, cc.Max, cc.RunFor, claims[0].GOMAXPROCS, claims[0].NumCPU)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\tcpu s/wall s\tcpu s/1k jobs\tmachine cpu s/wall s\tniced\t")
+		fmt.Fprintln(tw, "layout\tpeek\tstart\tclaimers\tjobs/s\tclaim commits/s\tconfl/claim commit\tjobs/claim\tclaim keys read/job\terrs\tcpu s/wall s\tcpu s/1k jobs\tmachine cpu s/wall s\tniced\trq wait s/wall s\t")
 		for _, r := range claims {
 			peek, start := "-", "-"
 			if r.Layout == "zones" {
@@ -116,10 +116,14 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if r.CPUPerWallS > 0 {
 				cpu, per1k = fmt.Sprintf("%.2f", r.CPUPerWallS), fmt.Sprintf("%.3f", r.CPUPer1kJobs)
 			}
+			rq := "-"
+			if r.RunQueueWaitPerWallS >= 0 {
+				rq = fmt.Sprintf("%.2f", r.RunQueueWaitPerWallS)
+			}
 			if r.MachinePerWallS > 0 {
 				mach, niced = fmt.Sprintf("%.2f", r.MachinePerWallS), fmt.Sprintf("%.2f", r.NicedPerWallS)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t%s\t%s\t%s\t%s\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors, cpu, per1k, mach, niced)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.4f\t%.2f\t%.1f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Layout, peek, start, r.Workers, r.JobsPerSec, r.ClaimsPerSec, r.ConflictRate, r.JobsPerClaim, r.KeysPerJob, r.Errors, cpu, per1k, mach, niced, rq)
 			if r.FirstError != "" {
 				logf("%s/%d: first error: %s", r.Layout, r.Workers, r.FirstError)
 			}

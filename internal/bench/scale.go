@@ -303,6 +303,11 @@ type ClaimsResult struct {
 	MachinePerWallS float64 `json:"machine_cpu_s_per_wall_s"`
 	NicedPerWallS   float64 `json:"niced_cpu_s_per_wall_s"`
 	NumCPU          int     `json:"num_cpu"`
+	// RunQueueWaitPerWallS is the time this process's threads spent
+	// runnable and waiting for a core (/proc/self/task/*/schedstat; Linux
+	// only, else -1) per wall second: above 0 the process wanted more CPU
+	// than the machine gave it.
+	RunQueueWaitPerWallS float64 `json:"run_queue_wait_s_per_wall_s"`
 }
 
 // ScaleClaims runs the sweep for one layout: each claimer count on a
@@ -414,6 +419,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	defer cancel()
 	cpu0, cpuOK := processCPU()
 	mach0, niced0, machOK := machineCPU()
+	rq0, rqOK := runQueueWait()
 	start := time.Now()
 	for _, name := range names {
 		mine := assigned[name]
@@ -460,11 +466,16 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	el := time.Since(start).Seconds()
 	cpu1, cpuOK1 := processCPU()
 	mach1, niced1, machOK1 := machineCPU()
+	rq1, rqOK1 := runQueueWait()
 	cs := claimDB.Stats()
 	r := ClaimsResult{Layout: layout, Workers: w, Peek: peek, PeekHead: head, JobsPerSec: float64(jobs.Load()) / el, ClaimsPerSec: float64(cs.Commits) / el, Errors: errs.Load(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU()}
 	if machOK && machOK1 {
 		r.MachinePerWallS, r.NicedPerWallS = (mach1-mach0)/el, (niced1-niced0)/el
+	}
+	r.RunQueueWaitPerWallS = -1
+	if rqOK && rqOK1 {
+		r.RunQueueWaitPerWallS = max(rq1-rq0, 0) / el
 	}
 	if cpuOK && cpuOK1 {
 		r.CPUPerWallS = (cpu1 - cpu0) / el
