@@ -3,13 +3,17 @@
 // Every test, benchmark and the demo run on it, so it reproduces the FDB
 // behaviour the queue depends on rather than an idealised store:
 //
-//   - Multi-version reads. Each commit publishes an immutable copy-on-write
-//     snapshot (tidwall/btree Copy), and a transaction reads the snapshot of
-//     its read version. The read version is taken lazily, at the first read
+//   - Multi-version reads. Each batch of commits (below) publishes an
+//     immutable copy-on-write snapshot (tidwall/btree Copy), and a
+//     transaction reads the snapshot of its read version. The read version is taken lazily, at the first read
 //     that needs storage, at GetReadVersion, or at commit.
 //   - One resolver. Commits are serialized; a commit fails with 1020 exactly
 //     when a transaction that committed after its read version wrote into one
-//     of its read-conflict ranges. Committed write ranges are kept, with their
+//     of its read-conflict ranges. Commits that arrive while others are being
+//     resolved are batched, as FDB's commit proxies batch them: resolved one
+//     by one in arrival order, each at its own version, under one
+//     acquisition of the commit lock and one published snapshot, and each
+//     Commit returns once its batch is visible (commit.go). Committed write ranges are kept, with their
 //     versions, in an interval structure (conflicts.go) pruned beyond the MVCC
 //     window.
 //   - Read-your-writes as FDB's RYW layer does it, including atomic operations,

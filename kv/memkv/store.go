@@ -49,8 +49,13 @@ func (v readView) get(k []byte) ([]byte, bool) {
 // version, advanced to the engine clock's pace (as FDB's proxies do even when
 // idle); a commit version exceeds every version handed out before it.
 type store struct {
-	commitMu  sync.Mutex
-	master    *tree
+	commitMu sync.Mutex
+	master   *tree
+	// The commit queue (DB.commit): commits wait in queue while one of
+	// them, the combiner, resolves and applies the whole queue at once.
+	queueMu   sync.Mutex
+	queue     []*queuedCommit
+	combining bool
 	hist      conflictHistory
 	lastPrune int64 // version at the last history prune
 	prunedLen int   // history size just after it
@@ -83,13 +88,18 @@ func (s *store) readVersion(clockVersion int64) readView {
 }
 
 // reserve picks the commit version of the commit holding commitMu: above
-// every version handed out, and no slower than the clock.
+// every version handed out, and no slower than the clock. In a batch of
+// commits published together (DB.commit) pending stays the batch's first
+// version: reads meanwhile get the version just below it, where the
+// published snapshot is still exact.
 func (s *store) reserve(clockVersion int64) int64 {
 	s.verMu.Lock()
 	defer s.verMu.Unlock()
 	cv := max(s.issued+1, clockVersion)
 	s.issued = cv
-	s.pending = cv
+	if s.pending == 0 {
+		s.pending = cv
+	}
 	return cv
 }
 
