@@ -157,7 +157,9 @@ type Options struct {
 	// it backlogged, up to MaxZoneLanes, and SetZoneLanes changes them
 	// while workers run.
 	ZoneLanes int
-	// MaxZoneLanes caps the lanes a zone grows to on its own; default 16.
+	// MaxZoneLanes caps the lanes a zone grows to on its own (when claims
+	// or enqueues find it backlogged, or a claim splits a deep lane);
+	// default 64.
 	MaxZoneLanes int
 	// PointerLease is how long a worker holds a lane of a zone it took from
 	// the pointer index before others may take it (LayoutZones); default
@@ -255,7 +257,7 @@ func (o Options) withDefaults() Options {
 		o.ZoneLanes = 1
 	}
 	if o.MaxZoneLanes <= 0 {
-		o.MaxZoneLanes = 16
+		o.MaxZoneLanes = 64
 	}
 	if o.PointerLease <= 0 {
 		o.PointerLease = 5 * time.Second

@@ -356,6 +356,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 	deadline := now.Add(opts.Lease)
 	leaseMs := deadline.UnixMilli()
 	var taken []zjobKey
+	var last []byte // the last job key taken or dead-lettered
 	for _, c := range cands {
 		ok, err := q.takeZoneJob(tr, opts, l, now, deadline, c, &b, res)
 		if err != nil {
@@ -365,6 +366,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 			leftVested = true
 			break
 		}
+		last = c.key
 		if c.v.exhausted() {
 			continue
 		}
@@ -387,8 +389,22 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		res.NextVest = now
 	}
 	if res.More {
-		if err := q.growZone(tr, l, metaF, taken, nowMs); err != nil {
+		n, err := q.growZone(tr, l, metaF, taken, nowMs)
+		if err != nil {
 			return err
+		}
+		if !b.full && zoneBacklogged(taken, nowMs) && !splitBefore(cands) && !q.opts.TaskTypes[opts.TaskType].ShortJobs {
+			left, fut, err := q.splitLane(tr, opts, l, n, last, now, &b)
+			if err != nil {
+				return err
+			}
+			if !left {
+				// The split took every vested job the lane had left: it
+				// goes back to its next vesting time, and the chunk's new
+				// lane has work now.
+				res.More, future = false, fut
+				res.NextVest = now
+			}
 		}
 	}
 	if opts.Keep && res.More {

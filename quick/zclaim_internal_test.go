@@ -225,15 +225,26 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	leased := c.Jobs
 	e.clk.Advance(2 * time.Second)
 	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
-	if !c.More || lanesOf() != 2 {
-		t.Fatalf("a backlog waiting 2 s left the zone at %d lanes, want 2", lanesOf())
+	if len(c.Jobs) != 10 || lanesOf() != 2 {
+		t.Fatalf("a backlog waiting 2 s: %d jobs, the zone at %d lanes, want 10 and 2", len(c.Jobs), lanesOf())
 	}
 	leased = append(leased, c.Jobs...)
-	// The old backlog sits in lane 0: claims from it do not grow again.
+	// The old backlog sat in lane 0: the claim that grew the zone split the
+	// rest of it (80 jobs, under one split's bound) into the empty lane 1
+	// (zsplit.go); lane 0 keeps the leased jobs, its pointer at their
+	// deadline. A moved job is not moved again: claims of lane 1 neither
+	// split it nor grow the zone.
+	if n := e.pointers(t, "email"); n != 2 {
+		t.Fatalf("%d pointers after the growing claim, want 2 (lane 0 and the chunk in lane 1)", n)
+	}
 	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
 	leased = append(leased, c.Jobs...)
-	if lanesOf() != 2 {
-		t.Fatalf("the old backlog grew the zone again to %d lanes", lanesOf())
+	if len(c.Jobs) != 10 || c.Jobs[0].Lane() != 1 || lanesOf() != 2 {
+		t.Fatalf("a claim of the chunk took %d jobs (first in lane %d), the zone at %d lanes; want 10 from lane 1, 2 lanes",
+			len(c.Jobs), c.Jobs[0].Lane(), lanesOf())
+	}
+	if n := e.pointers(t, "email"); n != 2 {
+		t.Fatalf("%d pointers after a claim of the chunk, want 2", n)
 	}
 	// New jobs spread over two lanes.
 	for _, r := range e.enqueue(t, batch(40)...) {
@@ -269,7 +280,9 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 		for _, l := range c.Jobs {
 			seen[l.ID]++
 		}
-		if len(c.Jobs) == 0 && !c.More {
+		// NextVest now: nothing here, but look again (a lane whose jobs a
+		// split moved, say).
+		if len(c.Jobs) == 0 && !c.More && (c.NextVest.IsZero() || c.NextVest.After(e.clk.Now())) {
 			break
 		}
 	}
@@ -291,7 +304,9 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 // Keep holds the lane while it has vested jobs: the next claim continues
 // on it through Pointer; a lost lane lease says so.
 func TestZoneKeepContinuesOnTheLane(t *testing.T) {
-	e := newZCEnv(t, Options{})
+	// One lane at most: a's jobs wait a second, and a claim would split
+	// them into another lane otherwise (zsplit.go).
+	e := newZCEnv(t, Options{MaxZoneLanes: 1})
 	jobs := make([]NewJob, 25)
 	for i := range jobs {
 		jobs[i] = NewJob{TaskType: "email", ItemSpace: "a"}
@@ -401,5 +416,76 @@ func TestZoneClaimRecognisesItsOwnDeadLetters(t *testing.T) {
 	}
 	if faulty.Stats().UnknownCommitted == 0 {
 		t.Fatal("no fault injected")
+	}
+}
+
+// A backlog enqueued while no worker claims grows its zone at enqueue: a
+// lane whose pointer has waited unclaimed for 2 s doubles the zone's
+// lanes, so the jobs enqueued after it spread over lanes that many workers
+// can claim at once; a lane that a claim took since, or one leased, grows
+// nothing, and the doubling stops at MaxZoneLanes. No job is lost.
+func TestZoneEnqueueGrowsAZoneNoClaimTakes(t *testing.T) {
+	e := newZCEnv(t, Options{MaxZoneLanes: 4})
+	z := e.q.zoneOf("email", "t1")
+	lanesOf := func() int { return e.q.zoneLanesOf(e.get(t, z.metaKey())) }
+	job := func() NewJob { return NewJob{TaskType: "email", ItemSpace: "t1"} }
+	want := map[ID]bool{}
+	add := func(jobs ...NewJob) {
+		for _, r := range e.enqueue(t, jobs...) {
+			want[r.ID] = true
+		}
+	}
+	add(job())
+	e.clk.Advance(1500 * time.Millisecond)
+	add(job())
+	if n := lanesOf(); n != 1 {
+		t.Fatalf("a lane waiting 1.5 s grew the zone to %d lanes", n)
+	}
+	e.clk.Advance(500 * time.Millisecond)
+	add(job(), job())
+	if n := lanesOf(); n != 2 {
+		t.Fatalf("a lane waiting 2 s unclaimed left the zone at %d lanes, want 2", n)
+	}
+	// A claim takes the lane: its pointer is filed anew, and an enqueue
+	// right after grows nothing.
+	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1, Lease: 10 * time.Minute}})
+	if len(c.Jobs) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(c.Jobs))
+	}
+	leased := c.Jobs[0].ID
+	// (The claim may grow the zone itself: its job waited 2 s.)
+	before := lanesOf()
+	add(job())
+	if n := lanesOf(); n != before {
+		t.Fatalf("an enqueue into lanes just claimed grew the zone from %d to %d lanes", before, n)
+	}
+	// Unclaimed again for 2 s: it doubles, then stops at MaxZoneLanes.
+	for range 3 {
+		e.clk.Advance(2 * time.Second)
+		batch := make([]NewJob, 16)
+		for i := range batch {
+			batch[i] = job()
+		}
+		add(batch...)
+	}
+	if n := lanesOf(); n != 4 {
+		t.Fatalf("the zone has %d lanes, want MaxZoneLanes 4", n)
+	}
+	// Every job comes out once (the leased one after its lease).
+	e.clk.Advance(2 * time.Hour)
+	seen := map[ID]int{leased: 1}
+	for range 100 {
+		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10, Lease: 10 * time.Minute}})
+		for _, l := range c.Jobs {
+			seen[l.ID]++
+		}
+		if len(c.Jobs) == 0 && !c.More {
+			break
+		}
+	}
+	for id := range want {
+		if want := map[bool]int{true: 2, false: 1}[id == leased]; seen[id] != want {
+			t.Fatalf("job %s ran %d times, want %d", id, seen[id], want)
+		}
 	}
 }

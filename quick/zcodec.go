@@ -31,6 +31,10 @@ const (
 	// flagZones marks a record (a dead letter) of a zones-layout job, so
 	// that Requeue places it back into its zone.
 	flagZones = 1 << 5
+	// flagSplit: a claim moved the job out of its lane once already
+	// (zsplit.go); it is not moved again, and a lane of such jobs is not
+	// split.
+	flagSplit = 1 << 6
 )
 
 // zjobValue is the value of a zones-layout job key.

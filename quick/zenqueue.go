@@ -335,6 +335,7 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	if err := q.applyCover(tr, &cov, nowMs); err != nil {
 		return nil, err
 	}
+	q.growBackloggedZones(tr, &cov, lanesOf)
 	if wrote > 0 && r.markKey != nil {
 		tr.Set(r.markKey, nil)
 	}

@@ -156,13 +156,28 @@ func (z zone) parseJobKey(key []byte) (zjobKey, error) {
 	return zjobKey{Priority: p, Lane: int(lane), VestMs: vest, ID: ID(id)}, nil
 }
 
+// parseStateLane returns the lane of a lane state key Z (1, prio, lane).
+func (z zone) parseStateLane(key []byte) (int, bool) {
+	t, err := z.space.Unpack(key)
+	if err != nil || len(t) != 3 {
+		return 0, false
+	}
+	kind, ok0 := t[0].(int64)
+	lane, ok1 := t[2].(int64)
+	if !ok0 || kind != zLane || !ok1 || lane < 0 || lane > maxZoneLanes {
+		return 0, false
+	}
+	return int(lane), true
+}
+
 // maxZoneLanes bounds a zone's lane count: lanes are hashed with laneOfID.
 const maxZoneLanes = 1024
 
-// laneOfID is a job's lane in a zone of n lanes. It depends on the ID only,
-// so a job keeps its lane for life (its lane always has a pointer while it
-// holds the job); a zone whose lane count changed places new jobs by the
-// new count while the old lanes drain.
+// laneOfID is a job's lane in a zone of n lanes, where enqueue places it.
+// It depends on the ID only, so a zone whose lane count changed places new
+// jobs by the new count while the old lanes drain; a job leaves its lane
+// only when a claim splits a deep lane (zsplit.go), and its lane always has
+// a pointer while it holds the job.
 func laneOfID(id ID, n int) int {
 	if n <= 1 {
 		return 0

@@ -37,11 +37,32 @@ import (
 //     not: the zone grows by at most one doubling per backlog generation,
 //     not once per claim.
 //
+// Growth at enqueue. A backlog enqueued while no worker claims (workers
+// down for a deploy, or not started yet) never meets a claim that grows its
+// zone before it is all in place, in the lanes of the count it found: one
+// lane for a new zone, which one claim at a time then drains however many
+// workers come. So an enqueue grows the zone too, when a lane it places a
+// job in has an unleased pointer that vested zoneStaleMs (2 s) ago or more:
+// no claim has taken that lane since, while it had work. The lane state is
+// read anyway (cover), so the check costs no read; growing costs one set
+// of Z (2), written blind (enqueues read it at snapshot; two enqueues
+// growing at once write the same count, and a count written from a stale
+// read is at worst one doubling short, which the next enqueue repairs).
+// The jobs of the transaction that grows are placed by the old count; the
+// next transactions spread theirs over the new lanes. A lane handed back
+// with vested jobs left is filed at the start of its second (zpointer.go),
+// up to 999 ms before the hand-back, hence 2 s and not zoneGrowWait alone.
+//
 // Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.
 
 // zoneGrowWait is how long the oldest job a claim takes must have waited
 // for the claim to grow its zone.
 const zoneGrowWait = time.Second
+
+// zoneStaleMs is how long an unleased pointer must have been vested for an
+// enqueue into its lane to grow the zone: zoneGrowWait, plus the second a
+// vested pointer's filing time may lag its hand-back.
+const zoneStaleMs = int64(zoneGrowWait/time.Millisecond) + pointerBucketMs
 
 // zoneGrowSample is how many of the jobs a claim took are checked to hash
 // to its lane under the current count.
@@ -52,30 +73,64 @@ const zoneGrowSample = 8
 // read through a snapshot with the lane.
 //
 // Keys: a read-conflict key on Z (2) and a set of it, only when growing.
-func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], taken []zjobKey, nowMs int64) error {
-	if len(taken) == 0 || nowMs-taken[0].VestMs < zoneGrowWait.Milliseconds() {
-		return nil
-	}
+//
+// It returns the zone's lane count after the claim.
+func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], taken []zjobKey, nowMs int64) (int, error) {
 	n, err := q.zoneLanes(metaF)
-	if err != nil || n >= q.opts.MaxZoneLanes {
-		return err
+	if err != nil || !zoneBacklogged(taken, nowMs) || n >= q.opts.MaxZoneLanes {
+		return n, err
 	}
 	for _, jk := range taken[:min(len(taken), zoneGrowSample)] {
 		if laneOfID(jk.ID, n) != l.lane {
-			return nil
+			return n, nil
 		}
 	}
 	// Two claims growing the zone at once conflict, so neither writes a
 	// count computed from a stale one.
 	if err := tr.AddReadConflictKey(l.z.metaKey()); err != nil {
-		return err
+		return n, err
 	}
 	grown := min(2*n, q.opts.MaxZoneLanes)
 	m := zoneMeta{Lanes: int64(grown)}
 	tr.Set(l.z.metaKey(), m.marshal())
 	q.opts.Logger.Info("quick: growing a backlogged zone", "zone", l.String(), "lanes", grown,
 		"waited", time.Duration(nowMs-taken[0].VestMs)*time.Millisecond)
-	return nil
+	return grown, nil
+}
+
+// zoneBacklogged reports whether a claim that took taken (in vesting order)
+// and left vested jobs behind found its lane backlogged: the oldest job it
+// took waited at least zoneGrowWait.
+func zoneBacklogged(taken []zjobKey, nowMs int64) bool {
+	return len(taken) > 0 && nowMs-taken[0].VestMs >= zoneGrowWait.Milliseconds()
+}
+
+// growBackloggedZones doubles, up to Options.MaxZoneLanes, the lanes of
+// each zone in which an enqueue's cover found a backlogged lane (see
+// "Growth at enqueue" above). lanesOf holds the zones' counts the enqueue
+// placed its jobs by, keyed by zone prefix.
+//
+// Keys: a set of Z (2) per zone it grows; no read.
+func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[string]int) {
+	var done map[string]bool
+	for _, it := range c.items {
+		if !it.backlogged {
+			continue
+		}
+		k := string(it.l.z.space.Bytes())
+		n, ok := lanesOf[k]
+		if !ok || n >= q.opts.MaxZoneLanes || done[k] {
+			continue
+		}
+		if done == nil {
+			done = map[string]bool{}
+		}
+		done[k] = true // once per zone and transaction
+		grown := min(2*n, q.opts.MaxZoneLanes)
+		m := zoneMeta{Lanes: int64(grown)}
+		tr.Set(it.l.z.metaKey(), m.marshal())
+		q.opts.Logger.Debug("quick: growing a zone whose lane waits unclaimed", "zone", it.l.String(), "lanes", grown)
+	}
 }
 
 // SetZoneLanes sets how many hash lanes the zone of a task type and item

@@ -84,6 +84,10 @@ type coverItem struct {
 	l      laneRef
 	vestMs int64
 	state  kv.Future[[]byte]
+	// backlogged is set by applyCover when the lane's pointer, not leased,
+	// had vested at least zoneStaleMs before: no claim took the lane in
+	// that time (zlanes.go, growth at enqueue).
+	backlogged bool
 }
 
 // add notes that a job key vesting at vestMs is placed in lane l.
@@ -141,6 +145,7 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
 		case s.PtrMs <= it.vestMs:
+			it.backlogged = s.PtrMs <= nowMs-zoneStaleMs
 		default:
 			old := s.PtrMs
 			s.PtrMs = it.vestMs

@@ -73,6 +73,10 @@ func strategyFor(name string) (strategy, error) {
 		return zonesStrategy{}, nil
 	case "zones-16":
 		return zonesStrategy{zoneLanes: 16}, nil
+	case "zones-keep":
+		return zonesStrategy{keep: true}, nil
+	case "zones-16-keep":
+		return zonesStrategy{zoneLanes: 16, keep: true}, nil
 	}
-	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v)", name, Variants)
+	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v, or zones-keep, zones-16-keep)", name, Variants)
 }

@@ -1,0 +1,160 @@
+package quick
+
+import (
+	"github.com/quickfdb/quickfdb/kv"
+	"testing"
+	"time"
+)
+
+// A claim of a deep, backlogged lane splits the next chunk of its backlog
+// into an empty lane of the zone, so another claimer can take it at once:
+// the chunk keeps its vesting times and order, a trackable job stays
+// findable by ID, and every job still comes out exactly once. A fresh
+// backlog (waited under a second), a short-job type, and leased keys are
+// not split.
+func TestZoneSplitDeepLane(t *testing.T) {
+	e := newZCEnv(t, Options{MaxZoneLanes: 4, TaskTypes: map[string]TaskTypeOptions{
+		"email": {Trackable: true}, "thumb": {ShortJobs: true},
+	}})
+	batch := func(taskType string, n int) []NewJob {
+		jobs := make([]NewJob, n)
+		for i := range jobs {
+			jobs[i] = NewJob{TaskType: taskType, ItemSpace: "big"}
+		}
+		return jobs
+	}
+	var ids []ID
+	for _, r := range e.enqueue(t, batch("email", 100)...) {
+		ids = append(ids, r.ID)
+	}
+	e.enqueue(t, batch("thumb", 100)...)
+	z := e.q.zoneOf("email", "big")
+	lane := func(n int) laneRef { return laneRef{z: z, prio: Normal, lane: n} }
+
+	// Fresh: taken, not split.
+	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5}})
+	if len(c.Jobs) != 5 || !c.More {
+		t.Fatalf("claim = %d jobs, more %v", len(c.Jobs), c.More)
+	}
+	if n := e.pointers(t, "email"); n != 1 {
+		t.Fatalf("a fresh backlog was split: %d pointers", n)
+	}
+	e.clk.Advance(2 * time.Second)
+	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "thumb", Max: 5}})
+	if n := e.pointers(t, "thumb"); n != 1 {
+		t.Fatalf("a short-job lane was split: %d pointers", n)
+	}
+	if c.Pointer != nil {
+		if err := e.q.ReleasePointer(e.ctx, *c.Pointer); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Backlogged: the claim takes 5 and moves the next zsplitChunk(5) = 20
+	// into the empty lane 1, in order, with their vesting times.
+	before, _ := e.laneKeys(t, lane(0))
+	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5}})
+	if len(c.Jobs) != 5 || !c.More {
+		t.Fatalf("claim = %d jobs, more %v", len(c.Jobs), c.More)
+	}
+	moved, mvs := e.laneKeys(t, lane(1))
+	for _, v := range mvs {
+		if v.Flags&flagSplit == 0 {
+			t.Fatal("a moved job does not carry flagSplit")
+		}
+	}
+	if len(moved) != zsplitChunk(5) {
+		t.Fatalf("lane 1 holds %d jobs after the split, want %d", len(moved), zsplitChunk(5))
+	}
+	var pending []zjobKey
+	for _, k := range before {
+		if k.VestMs <= e.clk.Now().UnixMilli() {
+			pending = append(pending, k)
+		}
+	}
+	for i, k := range moved {
+		want := pending[5+i] // after the 5 the claim took
+		if k.ID != want.ID || k.VestMs != want.VestMs {
+			t.Fatalf("moved job %d is %s at %d, want %s at %d", i, k.ID, k.VestMs, want.ID, want.VestMs)
+		}
+	}
+	if st, ok := e.laneState(t, lane(1)); !ok || st.leased() || st.PtrMs > e.clk.Now().UnixMilli() {
+		t.Fatalf("the chunk lane's state = %+v (exists %v), want an unleased vested pointer", st, ok)
+	}
+	info, err := e.q.Get(e.ctx, moved[0].ID)
+	if err != nil || info.ID != moved[0].ID {
+		t.Fatalf("Get of a moved trackable job = %+v, %v", info, err)
+	}
+	// The leases the claims took were not moved: they end where they are.
+	if n, _ := e.laneKeys(t, lane(0)); len(n)+len(moved) != 100 {
+		t.Fatalf("lane 0 holds %d and lane 1 %d keys, want 100 in all", len(n), len(moved))
+	}
+
+	// Drain: every job once more than the 10 leased (once each so far).
+	seen := map[ID]int{}
+	for _, l := range c.Jobs {
+		seen[l.ID]++
+	}
+	e.clk.Advance(2 * time.Minute) // the first leases lapse
+	for range 500 {
+		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5, Lease: 10 * time.Minute}})
+		for _, l := range c.Jobs {
+			seen[l.ID]++
+		}
+		if len(c.Jobs) == 0 && !c.More && (c.NextVest.IsZero() || c.NextVest.After(e.clk.Now())) {
+			break
+		}
+	}
+	for _, id := range ids {
+		if seen[id] < 1 {
+			t.Fatalf("job %s lost", id)
+		}
+	}
+	if len(seen) != 100 {
+		t.Fatalf("claimed %d distinct jobs, enqueued 100", len(seen))
+	}
+}
+
+// laneKeys reads a lane's job keys, in order.
+func (e *zcEnv) laneKeys(t testing.TB, l laneRef) ([]zjobKey, []zjobValue) {
+	t.Helper()
+	var jks []zjobKey
+	var vs []zjobValue
+	err := e.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
+		jks, vs = nil, nil
+		kvs, err := tr.GetRange(l.laneRange(), kv.RangeOptions{}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		for _, kvp := range kvs {
+			jk, err := l.z.parseJobKey(kvp.Key)
+			if err != nil {
+				return err
+			}
+			var v zjobValue
+			if err := v.unmarshal(kvp.Value); err != nil {
+				return err
+			}
+			jks, vs = append(jks, jk), append(vs, v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jks, vs
+}
+
+// laneState reads a lane's state (ok false: none).
+func (e *zcEnv) laneState(t testing.TB, l laneRef) (laneState, bool) {
+	t.Helper()
+	v := e.get(t, l.stateKey())
+	if v == nil {
+		return laneState{}, false
+	}
+	var s laneState
+	if err := s.unmarshal(v); err != nil {
+		t.Fatal(err)
+	}
+	return s, true
+}
