@@ -156,7 +156,7 @@ func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n
 		// changes (an enqueue creating or pulling it, a claim taking it),
 		// and file its pointer in the current second.
 		dst := laneRef{z: l.z, prio: l.prio, lane: tg.lane}
-		if err := tr.AddReadConflictKey(dst.stateKey()); err != nil {
+		if err := q.conflictOn(tr, dst.stateKey()); err != nil {
 			return true, -1, err
 		}
 		q.movePointer(tr, dst, tg.oldPtr, laneState{PtrMs: nowMs})

@@ -158,3 +158,67 @@ func (e *zcEnv) laneState(t testing.TB, l laneRef) (laneState, bool) {
 	}
 	return s, true
 }
+
+// A split and an enqueue into its chunk lane, interleaved by hand: the
+// enqueue creates the lane's state and pointer between the split's read of
+// the lane states (none there) and its commit. The split conflicts (it
+// read the chunk lane's state) rather than leave the lane two pointers,
+// and its retry, finding no idle lane, takes its jobs without splitting.
+// Every job comes out once.
+func TestZoneSplitRacingAnEnqueueIntoItsChunkLane(t *testing.T) {
+	e := newZCEnv(t, Options{ZoneLanes: 2, MaxZoneLanes: 2})
+	idIn := func(lane int, seed byte) ID {
+		for i := 0; ; i++ {
+			id := DeterministicID(zcEpoch, [10]byte{seed, byte(i), byte(i >> 8)})
+			if laneOfID(id, 2) == lane {
+				return id
+			}
+		}
+	}
+	var backlog []NewJob
+	for i := range 30 {
+		backlog = append(backlog, NewJob{ID: idIn(0, byte(i)), TaskType: "email", ItemSpace: "t"})
+	}
+	e.enqueue(t, backlog...)
+	e.clk.Advance(2 * time.Second)
+
+	tr, err := e.db.CreateTransaction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := e.q.zclaimDefaults(ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 5, Lease: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.q.claimZoneTx(tr, opts, e.q.Now())
+	if err != nil || len(res.Jobs) != 5 {
+		t.Fatalf("claim = %d jobs, %v", len(res.Jobs), err)
+	}
+	lane1 := laneRef{z: e.q.zoneOf("email", "t"), prio: Normal, lane: 1}
+	late := idIn(1, 200)
+	e.enqueue(t, NewJob{ID: late, TaskType: "email", ItemSpace: "t"})
+	if err := tr.Commit(); err == nil {
+		t.Fatal("the split committed over an enqueue that created its chunk lane")
+	}
+	if ks, _ := e.laneKeys(t, lane1); len(ks) != 1 || ks[0].ID != late {
+		t.Fatalf("lane 1 holds %d keys, want only the late job", len(ks))
+	}
+	seen := map[ID]int{}
+	for range 100 {
+		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5, Lease: 10 * time.Minute}})
+		for _, l := range c.Jobs {
+			seen[l.ID]++
+		}
+		if len(c.Jobs) == 0 && !c.More && (c.NextVest.IsZero() || c.NextVest.After(e.clk.Now())) {
+			break
+		}
+	}
+	for _, j := range append(backlog, NewJob{ID: late}) {
+		if seen[j.ID] != 1 {
+			t.Fatalf("job %s ran %d times, want 1", j.ID, seen[j.ID])
+		}
+	}
+	if n := e.pointers(t, "email"); n != 2 {
+		t.Fatalf("%d pointers left, want one per lane holding leased jobs (2)", n)
+	}
+}
