@@ -52,13 +52,19 @@ func (k *waker) covers(end time.Time) bool {
 	return k.watch != nil && !k.until.Before(end)
 }
 
-// register raises the sleep key to until (one atomic max) and arms the
-// watch if none is (one read).
+// register raises the sleep key to until (one atomic max) unless a
+// registration of this waker already lasts that long, and arms the watch if
+// none is (a read-only transaction: a read, no commit). A zero until only
+// arms the watch.
 func (k *waker) register(ctx context.Context, until time.Time) error {
 	k.mu.Lock()
 	need, closed := k.watch == nil, k.closed
+	// The sleep key only grows (an atomic max), so what this waker
+	// registered is still there: raising it again to no later a time is a
+	// commit (a GRV and a commit round trip) for nothing.
+	raise := until.After(k.until)
 	k.mu.Unlock()
-	if closed {
+	if closed || !need && !raise {
 		return nil
 	}
 	q, tt := k.r.w.q, k.r.taskType
@@ -86,10 +92,13 @@ func (k *waker) register(ctx context.Context, until time.Time) error {
 			})
 		}()
 	}
-	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
-		tr.Max(wake.SleepKey(q.Root(), tt), le64(until.UnixMilli()))
-		return nil
-	})
+	var err error
+	if raise {
+		err = q.DB().Transact(ctx, func(tr kv.Transaction) error {
+			tr.Max(wake.SleepKey(q.Root(), tt), le64(until.UnixMilli()))
+			return nil
+		})
+	}
 	wg.Wait()
 	if werr != nil && wt != nil {
 		wt.Cancel()

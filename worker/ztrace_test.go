@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -29,8 +31,30 @@ import (
 // logs a few jobs' timelines. Run it with
 //
 //	go test -run '^$' -bench ZonesIdleTrace -benchtime 50x -v ./worker/
+//
+// The exact-waits variant runs memkv's injected latencies on a clock whose
+// timers fire on time (exactClock): Go's own timers, through the runtime's
+// netpoller on Linux, fire only on whole milliseconds plus about 0.1 ms
+// when the process is otherwise idle, so each injected wait of 0.1-1 ms
+// takes about 1.1 ms and one of 1-2 ms about 2.1 ms. The default variant
+// is what BenchmarkZonesEnqueueToStartIdle and bench/peers measure; the
+// exact one shows the same round trips at FDB's nominal latencies.
 func BenchmarkZonesIdleTrace(b *testing.B) {
-	raw, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+	for _, exact := range []bool{false, true} {
+		name := "go-timers"
+		if exact {
+			name = "exact-waits"
+		}
+		b.Run(name, func(b *testing.B) { benchIdleTrace(b, exact) })
+	}
+}
+
+func benchIdleTrace(b *testing.B, exact bool) {
+	mo := memkv.Options{Latency: memkv.FDBLatency(), Seed: 1}
+	if exact {
+		mo.Wait = exactClock{}
+	}
+	raw, space := fdbtest.OpenMem(b, mo)
 	tdb := &traceDB{inner: raw, space: space}
 	opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
 	ctx := context.Background()
@@ -96,8 +120,16 @@ func BenchmarkZonesIdleTrace(b *testing.B) {
 				continue
 			}
 			name := tx.kind()
-			note(name+" first op starts", tx.first().Sub(t0))
-			note(name+" ends", tx.last().Sub(t0))
+			note(name+": first op starts", tx.first().Sub(t0))
+			for k, end := range tx.roundTrips() {
+				note(fmt.Sprintf("%s: read round trip %d ends", name, k+1), end.Sub(t0))
+			}
+			for _, e := range tx.events() {
+				if strings.HasPrefix(e.what, "commit") {
+					note(name+": commit starts", e.start.Sub(t0))
+					note(name+": commit ends", e.end.Sub(t0))
+				}
+			}
 		}
 		for _, f := range tdb.takeFired() {
 			if !f.Before(t0) && !f.After(t1) {
@@ -111,7 +143,7 @@ func BenchmarkZonesIdleTrace(b *testing.B) {
 	for _, name := range order {
 		d := steps[name]
 		slices.Sort(d)
-		b.Logf("%-40s median %6.2f ms (n=%d)", name, ms(d[len(d)/2]), len(d))
+		b.Logf("%-52s median %6.2f ms (n=%d)", name, ms(d[len(d)/2]), len(d))
 	}
 	lat.report(b)
 }
@@ -281,6 +313,28 @@ func (t *traceTx) last() time.Time {
 	return l
 }
 
+// roundTrips groups the transaction's reads by when they end (reads
+// ending within 0.3 ms of each other shared a round trip) and returns the
+// end of each group.
+func (t *traceTx) roundTrips() []time.Time {
+	var ends []time.Time
+	for _, e := range t.events() {
+		if strings.Contains(e.what, "get ") || strings.Contains(e.what, "range ") {
+			ends = append(ends, e.end)
+		}
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+	var out []time.Time
+	for _, e := range ends {
+		if n := len(out); n > 0 && e.Sub(out[n-1]) < 300*time.Microsecond {
+			out[n-1] = e
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // kind names a transaction by what it does.
 func (t *traceTx) kind() string {
 	var all string
@@ -294,8 +348,10 @@ func (t *traceTx) kind() string {
 		return "sleep registration"
 	case strings.Contains(all, "set (2,z,") && strings.Contains(all, "(2,m,"):
 		return "enqueue"
+	case strings.Contains(all, "range (2,p,") && strings.Contains(all, "clear (2,z,"):
+		return "claim that took the job"
 	case strings.Contains(all, "range (2,p,"):
-		return "claim"
+		return "empty claim"
 	case strings.Contains(all, "(1,zc"):
 		return "clock check"
 	case strings.Contains(all, "clear (2,z,"):
@@ -417,3 +473,44 @@ func (w *traceWatch) Wait(ctx context.Context) error {
 }
 
 func (w *traceWatch) Cancel() { w.inner.Cancel() }
+
+// exactClock is the real clock with timers that fire on time: After sleeps
+// until 1.5 ms before the deadline, then yields until it has passed. It
+// spends CPU on every wait, so it serves the idle benchmarks only, where
+// few waits are in flight at once.
+type exactClock struct{}
+
+func (exactClock) Now() time.Time { return time.Now() }
+
+func (exactClock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	at := time.Now().Add(d)
+	go func() {
+		if early := time.Until(at) - 1500*time.Microsecond; early > 0 {
+			time.Sleep(early)
+		}
+		for time.Now().Before(at) {
+			runtime.Gosched()
+		}
+		ch <- time.Now()
+	}()
+	return ch
+}
+
+func (exactClock) NewTimer(d time.Duration) clock.Timer { return clock.Real().NewTimer(d) }
+
+func (exactClock) NewTicker(d time.Duration) clock.Ticker { return clock.Real().NewTicker(d) }
+
+// committedWrites reports whether the transaction committed mutations.
+func (t *traceTx) committedWrites() bool {
+	wrote, committed := false, false
+	for _, e := range t.events() {
+		switch {
+		case strings.HasPrefix(e.what, "set ") || strings.HasPrefix(e.what, "clear ") || strings.HasPrefix(e.what, "max ") || strings.HasPrefix(e.what, "add "):
+			wrote = true
+		case e.what == "commit":
+			committed = true
+		}
+	}
+	return wrote && committed
+}
