@@ -95,6 +95,12 @@ func benchIdleTrace(b *testing.B, exact bool) {
 		steps[name] = append(steps[name], d)
 	}
 	var lat latencies
+	type slowJob struct {
+		i  int
+		d  time.Duration
+		tl string
+	}
+	var slow []slowJob
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -112,9 +118,12 @@ func benchIdleTrace(b *testing.B, exact bool) {
 		// the trace before it is read.
 		time.Sleep(20 * time.Millisecond)
 		txs := tdb.take()
-		if i < 5 {
+		if i < 3 {
 			b.Logf("job %d: %.2f ms\n%s", i, ms(t1.Sub(t0)), timeline(txs, t0, t1))
 		}
+		slow = append(slow, slowJob{i, t1.Sub(t0), timeline(txs, t0, t1)})
+		slices.SortFunc(slow, func(a, b slowJob) int { return int(b.d - a.d) })
+		slow = slow[:min(len(slow), 3)]
 		for _, tx := range txs {
 			if tx.first().After(t1) {
 				continue
@@ -140,6 +149,9 @@ func benchIdleTrace(b *testing.B, exact bool) {
 		b.StartTimer()
 	}
 	b.StopTimer()
+	for _, j := range slow {
+		b.Logf("slowest: job %d: %.2f ms\n%s", j.i, ms(j.d), j.tl)
+	}
 	for _, name := range order {
 		d := steps[name]
 		slices.Sort(d)
