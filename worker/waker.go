@@ -25,13 +25,18 @@ import (
 // cannot leak: a worker that dies asleep stops counting when its sleep
 // would have ended.
 //
-// Before every claim that follows an idle sleep, the loop registers its
-// next sleep and re-arms the watch if it fired. A watch arms against the
-// value its transaction read, so a bump committed after that read fires
-// it, and a job committed before it is seen by the claim, which reads
-// later. On the first sleep after a busy spell the registration comes after
-// the empty claim, so the loop claims once more before sleeping: an enqueue
-// that committed between the two is seen by that claim.
+// Before every claim that follows an idle sleep, the loop re-arms the
+// watch if it fired, and after a sleep that timed out also registers its
+// next sleep. A watch arms against the value its transaction read, so a
+// bump committed after that read fires it, and a job committed before it is
+// seen by the claim, which reads later. Before every sleep the loop checks
+// that a registration covers it; when none does (the first sleep after a
+// busy spell, or a wake-up that outlasted the registration) it registers
+// after the empty claim and claims once more before sleeping: an enqueue
+// that committed between the two is seen by that claim. A loop woken by
+// the watch does not raise the sleep key before its claim: that commit
+// (GRV and commit) would delay the job that woke it, and the check before
+// the next sleep does it when needed.
 type waker struct {
 	r     *runner
 	fired chan struct{}
