@@ -46,6 +46,11 @@ const zclaimAllowance = 3
 // the pointers cleared as stale yielded nothing but another look may find
 // work; zero when the index holds no pointer.
 //
+// Round trips: the pointer index (one, two when the oldest vested second
+// moved on), then the picked lane's state and its keys together (a third
+// only when the first pick was stale, or a lapsed short-job lane is
+// counted), then the commit.
+//
 // Keys: acquire's (per priority two snapshot range reads of S (2, "p",
 // type, prio), the head and the oldest vested second, limited to Peek; a
 // snapshot read of the picked lane's state, a
@@ -229,6 +234,7 @@ func (q *Queue) zstillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
 func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.Time) (ZoneClaimed, error) {
 	var res ZoneClaimed
 	var p PointerLease
+	var read *laneRead // the lane's keys, read beside its state by acquire
 	if opts.Pointer != nil {
 		p = *opts.Pointer
 		s, err := q.checkHold(tr, &p)
@@ -255,7 +261,8 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		var found bool
 		var nextMs int64
 		var err error
-		p, found, nextMs, err = q.acquireFrom(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now)
+		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
+		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now, pre)
 		if err != nil {
 			return res, err
 		}
@@ -267,17 +274,32 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		}
 		if p.Lapsed && p.lapsedShort != 0 {
 			// The lapsed holder's hand-outs ran, uncounted: count them
-			// before the per-job claim below takes them.
+			// before the per-job claim below takes them. It rewrites job
+			// keys of the lane, which the lane read issued before does
+			// not show: the claim reads the lane again.
+			if err := read.discard(); err != nil {
+				return res, err
+			}
+			read = nil
 			if err := q.countLapsedShort(tr, &p); err != nil {
 				return res, err
 			}
 		}
 	}
+	takeShort := p.Short && !p.Lapsed
+	if read != nil && read.short != takeShort {
+		// Read for the other kind of claim (a short-job lane taken over
+		// after its lease lapsed is claimed with per-job leases).
+		if err := read.discard(); err != nil {
+			return res, err
+		}
+		read = nil
+	}
 	var err error
-	if p.Short && !p.Lapsed {
-		err = q.takeShort(tr, opts, &p, now, &res)
+	if takeShort {
+		err = q.takeShort(tr, opts, &p, now, &res, read)
 	} else {
-		err = q.claimLane(tr, opts, &p, now, &res)
+		err = q.claimLane(tr, opts, &p, now, &res, read)
 	}
 	if err == nil && res.Pointer != nil {
 		// The claim keeps the lane: write the lease acquire took.
@@ -295,16 +317,34 @@ type zcand struct {
 	cf  kv.Future[[]byte] // Z (4, id), for a checkpoint not inline
 }
 
+// readLane issues the reads a claim makes of lane l: as takeShort reads a
+// fresh lane (short) or as claimLane does. acquire issues them beside the
+// lane's state.
+func (q *Queue) readLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, short bool, now time.Time) *laneRead {
+	snap := tr.Snapshot()
+	if short {
+		return &laneRead{l: l, short: true, rr: snap.GetRange(shortRange(l, nil, now.UnixMilli()), kv.RangeOptions{Limit: shortLimit(opts) + 1})}
+	}
+	return &laneRead{
+		l:    l,
+		rr:   snap.GetRange(l.laneRange(), kv.RangeOptions{Limit: opts.Max + 1 + zclaimAllowance}),
+		meta: snap.Get(l.z.metaKey()),
+	}
+}
+
 // claimLane takes the vested jobs of the lane p holds with per-job leases,
 // dead-letters the exhausted ones, quarantines what does not decode, and
-// hands the lane back (or keeps it: opts.Keep and More).
-func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
+// hands the lane back (or keeps it: opts.Keep and More). read is the lane
+// read already in flight (readLane), or nil.
+func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed, read *laneRead) error {
 	l := p.lane
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
 	limit := opts.Max + 1 + zclaimAllowance
-	rr := snap.GetRange(l.laneRange(), kv.RangeOptions{Limit: limit})
-	metaF := snap.Get(l.z.metaKey())
+	if read == nil || read.short || read.l.lane != l.lane || read.l.prio != l.prio || string(read.l.z.space.Bytes()) != string(l.z.space.Bytes()) {
+		read = q.readLane(tr, opts, l, false, now)
+	}
+	rr, metaF := read.rr, read.meta
 	kvs, err := rr.GetSliceWithError()
 	if err != nil {
 		return err

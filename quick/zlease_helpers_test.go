@@ -240,7 +240,7 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Poin
 			}
 			found = true
 		}
-		if err := q.takeShort(tr, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: taskType, Holder: holder, Max: max}}, &held, now, &res); err != nil {
+		if err := q.takeShort(tr, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: taskType, Holder: holder, Max: max}}, &held, now, &res, nil); err != nil {
 			return err
 		}
 		if res.Pointer != nil {

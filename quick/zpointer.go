@@ -231,7 +231,9 @@ type peekRead struct {
 // its start (limit 1 with a random read, else peek) and one inside the
 // oldest vested bucket (limit peek); a read of the picked lane's state
 // with a read-conflict key on it (and likewise for each stale pointer it
-// meets and clears).
+// meets and clears). ClaimZone (acquireWith) issues its read of the first
+// picked lane beside that lane's state, so that a claim reads the index,
+// then the lane: two round trips.
 func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
 	return q.acquireFrom(tr, taskType, holder, peek, false, hold, short, now)
 }
@@ -239,6 +241,48 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 // acquireFrom is acquire; head reads only the index's head
 // (ZoneClaimOptions.PeekHead).
 func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil)
+	return p, found, nextMs, err
+}
+
+// laneRead is a read of a lane's job keys in flight, issued by acquire
+// beside the picked lane's state so that the two share one round trip
+// instead of following each other (the claim's next read needs nothing the
+// state read returns, unless the pointer turns out stale). Snapshot reads
+// at the transaction's read version: issued earlier, they return what the
+// same reads issued after the state read would, so long as the
+// transaction wrote none of the lane's keys in between.
+type laneRead struct {
+	l     laneRef
+	short bool              // read as takeShort reads a fresh lane, else as claimLane does
+	rr    kv.RangeResult    // the lane's first keys
+	meta  kv.Future[[]byte] // Z (2), for claimLane's growth check (nil in short-job mode)
+}
+
+// discard waits for a read that will not be used, so that the read
+// counters see what the claim cost.
+func (lr *laneRead) discard() error {
+	if lr == nil {
+		return nil
+	}
+	if _, err := lr.rr.GetSliceWithError(); err != nil {
+		return err
+	}
+	if lr.meta != nil {
+		if _, err := lr.meta.Get(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acquireWith is acquireFrom; pre, when not nil, issues the read of the
+// first lane picked, beside its lane state, and acquireWith returns it when
+// that lane is the one leased (nil otherwise: the pointer was stale, and a
+// later pick's lane is read by the caller, after its state). Only the
+// first pick is read ahead, so a claim reads at most one lane more than it
+// takes.
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p PointerLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -271,7 +315,7 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 		r := &reads[i]
 		hs, hbad, err := q.peekEntries(tr, r.head, now)
 		if err != nil {
-			return PointerLease{}, false, 0, err
+			return PointerLease{}, false, 0, nil, err
 		}
 		bad = bad || hbad
 		var first *pointerEntry
@@ -293,7 +337,7 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 				// Nothing to pick from it; waited for all the same, so that
 				// the read counters see what an idle claim costs.
 				if _, err := r.rnd.GetSliceWithError(); err != nil {
-					return PointerLease{}, false, 0, err
+					return PointerLease{}, false, 0, nil, err
 				}
 			}
 			continue
@@ -307,7 +351,7 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 			// The random read was not in the oldest vested bucket: its
 			// entries vested later than the head's, and are no choice.
 			if _, err := rnd.GetSliceWithError(); err != nil {
-				return PointerLease{}, false, 0, err
+				return PointerLease{}, false, 0, nil, err
 			}
 			rnd = nil
 			if r.check {
@@ -322,7 +366,7 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 		if rnd != nil {
 			rs, rbad, err := q.peekEntries(tr, rnd, now)
 			if err != nil {
-				return PointerLease{}, false, 0, err
+				return PointerLease{}, false, 0, nil, err
 			}
 			bad = bad || rbad
 			for _, e := range rs {
@@ -355,9 +399,14 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]
 			l := e.lane()
-			v, err := snap.Get(l.stateKey()).Get()
+			sf := snap.Get(l.stateKey())
+			var lr *laneRead
+			if pre != nil {
+				lr, pre = pre(l), nil
+			}
+			v, err := sf.Get()
 			if err != nil {
-				return PointerLease{}, false, 0, err
+				return PointerLease{}, false, 0, nil, err
 			}
 			// A missing or undecodable lane state is rebuilt from the
 			// pointer (the lane may hold jobs; if not, the claim finds it
@@ -371,11 +420,14 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 				}
 			}
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
-				return PointerLease{}, false, 0, err
+				return PointerLease{}, false, 0, nil, err
 			}
 			if old.PtrMs != e.PtrMs {
 				tr.Clear(e.key)
 				nextMs = nowMs
+				if err := lr.discard(); err != nil {
+					return PointerLease{}, false, 0, nil, err
+				}
 				continue
 			}
 			deadline := now.Add(hold).Truncate(time.Millisecond)
@@ -387,13 +439,13 @@ func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int
 				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
 				Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
 				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs, lapsedShort: lapsedShort,
-			}, true, 0, nil
+			}, true, 0, lr, nil
 		}
 	}
 	if bad {
 		nextMs = nowMs // what hid behind a quarantined entry is unknown: look again
 	}
-	return PointerLease{}, false, nextMs, nil
+	return PointerLease{}, false, nextMs, nil, nil
 }
 
 // peekEntries parses a pointer range read, quarantining the entries that

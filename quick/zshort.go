@@ -38,6 +38,22 @@ import (
 // ran twice per counted attempt, and a takeover showed attempt 1 for a
 // second run.
 
+// shortLimit is how many jobs a short-job claim hands out at most.
+func shortLimit(opts ZoneClaimOptions) int { return max(opts.Max, 1) }
+
+// shortRange is the keys a short-job claim reads of lane l: those vesting
+// by nowMs, after cursor (the last key handed out under the lease, nil for
+// a fresh lane).
+func shortRange(l laneRef, cursor []byte, nowMs int64) kv.KeyRange {
+	r := l.laneRange()
+	if cursor != nil {
+		r.Begin = kv.KeyAfter(cursor)
+	}
+	// Every key vesting by now sorts before (0, prio, lane, now+1).
+	r.End = l.z.space.Pack(tuple.Tuple{int64(zJobs), int64(l.prio), int64(l.lane), nowMs + 1})
+	return r
+}
+
 // takeShort hands out up to opts.Max vested jobs of a lane held in
 // short-job mode (p.Short, not p.Lapsed) without moving their keys: the
 // lane lease is their lease. ClaimZone calls it in its transaction after
@@ -58,34 +74,32 @@ import (
 // blobs; a set of the hand-out mark Z (5, prio, lane) when it hands a job
 // out; otherwise writes only for dead letters and quarantines (each with a
 // read-conflict key on its job key).
-func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed) error {
+func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed, read *laneRead) error {
 	if !p.Short || p.Lapsed {
 		// A lapsed lane's jobs may have killed their holder: they run with
 		// per-job leases, which count attempts.
 		return fmt.Errorf("%w: short-job hand-out from lane %s leased with Short %v, Lapsed %v", ErrInvalidOption, p.lane, p.Short, p.Lapsed)
 	}
-	maxJobs, maxBytes := opts.Max, opts.MaxBytes
-	if maxJobs <= 0 {
-		maxJobs = 1
-	}
+	maxJobs, maxBytes := shortLimit(opts), opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 4 << 20
 	}
 	nowMs := now.UnixMilli()
 	l := p.lane
-	r := l.laneRange()
-	if p.cursor != nil {
-		r.Begin = kv.KeyAfter(p.cursor)
-	}
-	// Every key vesting by now sorts before (0, prio, lane, now+1).
-	r.End = l.z.space.Pack(tuple.Tuple{int64(zJobs), int64(l.prio), int64(l.lane), nowMs + 1})
+	r := shortRange(l, p.cursor, nowMs)
 	if string(r.Begin) >= string(r.End) {
 		out := *p
 		res.Pointer = &out
 		return nil
 	}
 	snap := tr.Snapshot()
-	kvs, err := snap.GetRange(r, kv.RangeOptions{Limit: maxJobs + 1}).GetSliceWithError()
+	var rr kv.RangeResult
+	if read != nil && read.short && p.cursor == nil && read.l.lane == l.lane && read.l.prio == l.prio && string(read.l.z.space.Bytes()) == string(l.z.space.Bytes()) {
+		rr = read.rr // acquire read it beside the lane state
+	} else {
+		rr = snap.GetRange(r, kv.RangeOptions{Limit: maxJobs + 1})
+	}
+	kvs, err := rr.GetSliceWithError()
 	if err != nil {
 		return err
 	}

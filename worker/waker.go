@@ -25,13 +25,18 @@ import (
 // cannot leak: a worker that dies asleep stops counting when its sleep
 // would have ended.
 //
-// Before every claim that follows an idle sleep, the loop registers its
-// next sleep and re-arms the watch if it fired. A watch arms against the
-// value its transaction read, so a bump committed after that read fires
-// it, and a job committed before it is seen by the claim, which reads
-// later. On the first sleep after a busy spell the registration comes after
-// the empty claim, so the loop claims once more before sleeping: an enqueue
-// that committed between the two is seen by that claim.
+// Before every claim that follows an idle sleep, the loop re-arms the
+// watch if it fired, and after a sleep that timed out also registers its
+// next sleep. A watch arms against the value its transaction read, so a
+// bump committed after that read fires it, and a job committed before it is
+// seen by the claim, which reads later. Before every sleep the loop checks
+// that a registration covers it; when none does (the first sleep after a
+// busy spell, or a wake-up that outlasted the registration) it registers
+// after the empty claim and claims once more before sleeping: an enqueue
+// that committed between the two is seen by that claim. A loop woken by
+// the watch does not raise the sleep key before its claim: that commit
+// (GRV and commit) would delay the job that woke it, and the check before
+// the next sleep does it when needed.
 type waker struct {
 	r     *runner
 	fired chan struct{}
@@ -52,13 +57,19 @@ func (k *waker) covers(end time.Time) bool {
 	return k.watch != nil && !k.until.Before(end)
 }
 
-// register raises the sleep key to until (one atomic max) and arms the
-// watch if none is (one read).
+// register raises the sleep key to until (one atomic max) unless a
+// registration of this waker already lasts that long, and arms the watch if
+// none is (a read-only transaction: a read, no commit). A zero until only
+// arms the watch.
 func (k *waker) register(ctx context.Context, until time.Time) error {
 	k.mu.Lock()
 	need, closed := k.watch == nil, k.closed
+	// The sleep key only grows (an atomic max), so what this waker
+	// registered is still there: raising it again to no later a time is a
+	// commit (a GRV and a commit round trip) for nothing.
+	raise := until.After(k.until)
 	k.mu.Unlock()
-	if closed {
+	if closed || !need && !raise {
 		return nil
 	}
 	q, tt := k.r.w.q, k.r.taskType
@@ -86,10 +97,13 @@ func (k *waker) register(ctx context.Context, until time.Time) error {
 			})
 		}()
 	}
-	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
-		tr.Max(wake.SleepKey(q.Root(), tt), le64(until.UnixMilli()))
-		return nil
-	})
+	var err error
+	if raise {
+		err = q.DB().Transact(ctx, func(tr kv.Transaction) error {
+			tr.Max(wake.SleepKey(q.Root(), tt), le64(until.UnixMilli()))
+			return nil
+		})
+	}
 	wg.Wait()
 	if werr != nil && wt != nil {
 		wt.Cancel()
