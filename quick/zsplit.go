@@ -57,8 +57,9 @@ import (
 // zsplitChunk is how many jobs a claim that took max moves into one new
 // lane at most: enough that the chunk keeps another worker busy for a few
 // claims; zsplitLanes is how many lanes one split fills at most. Both are
-// bounded so that a split never makes a claim transaction large (the
-// claim's byte budget applies too): at most 4 × 256 keys moved.
+// bounded so that a split never makes a claim transaction large: at most
+// 4 × 256 keys moved, and the moves count as the claim's rewrites (at most
+// claimRewriteBytes, 1 MB, with its dead letters and quarantines).
 func zsplitChunk(max int) int { return min(16*max, 256) }
 
 const zsplitLanes = 4
@@ -131,7 +132,7 @@ func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n
 			kept = true // a claim of the lane deals with it
 			continue
 		}
-		if !b.fits(2*len(kvp.Key)+len(kvp.Value), false) {
+		if !b.fits(2*len(kvp.Key)+len(kvp.Value), true) {
 			kept, end = true, false
 			break
 		}
