@@ -237,8 +237,17 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 	var read *laneRead // the lane's keys, read beside its state by acquire
 	if opts.Pointer != nil {
 		p = *opts.Pointer
+		if !p.Short || p.Lapsed {
+			// A kept lane claimed with per-job leases: read its keys beside
+			// its state, one round trip instead of two per claim of a
+			// drain (takeShort reads from the holder's cursor instead).
+			read = q.readLane(tr, opts, p.lane, false, now)
+		}
 		s, err := q.checkHold(tr, &p)
 		if err != nil {
+			if derr := read.discard(); derr != nil {
+				return res, derr
+			}
 			return res, err
 		}
 		// The lane stays this worker's for another PointerLease, renewed

@@ -247,3 +247,35 @@ func TestZoneClaimLapsedLaneOfTheOtherMode(t *testing.T) {
 		}
 	}
 }
+
+// A claim continuing on a kept lane with per-job leases reads in one round
+// trip: the lane's state (the hold check) and its keys together, so a
+// worker draining a lane pays one read round trip per claim, not two.
+func TestZoneContinuingClaimReadsInOneRoundTrip(t *testing.T) {
+	raw, space := fdbtest.OpenMem(t, memkv.Options{})
+	db := &depthDB{Database: raw}
+	ctx := context.Background()
+	q, err := Open(ctx, db, space, Options{Clock: clock.NewFake(zcEpoch), Layout: LayoutZones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]NewJob, 10)
+	for i := range jobs {
+		jobs[i] = NewJob{TaskType: "email", ItemSpace: "a"}
+	}
+	if _, err := q.Enqueue(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	first, err := q.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 3}, Keep: true})
+	if err != nil || first.Pointer == nil || len(first.Jobs) != 3 {
+		t.Fatalf("first claim = %d jobs, pointer %v, %v; want 3 and the lane kept", len(first.Jobs), first.Pointer, err)
+	}
+	n := db.count()
+	c, err := q.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 3}, Keep: true, Pointer: first.Pointer})
+	if err != nil || len(c.Jobs) != 3 {
+		t.Fatalf("continuing claim = %d jobs, %v; want 3", len(c.Jobs), err)
+	}
+	if d := db.since(n); len(d) != 1 || d[0] != 1 {
+		t.Fatalf("the continuing claim's transactions read in %v round trips, want one transaction of 1", d)
+	}
+}
