@@ -294,9 +294,15 @@ func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time
 // laneKeys returns the job keys of a lane, parsed, with their values.
 func (e *zenv) laneKeys(t tb, l laneRef) ([]zjobKey, []zjobValue) {
 	t.Helper()
+	return readLaneKeys(t, e.ctx, e.raw, l)
+}
+
+// readLaneKeys reads a lane's job keys and values from db, in order.
+func readLaneKeys(t tb, ctx context.Context, db kv.Database, l laneRef) ([]zjobKey, []zjobValue) {
+	t.Helper()
 	var jks []zjobKey
 	var vs []zjobValue
-	err := e.raw.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		jks, vs = nil, nil
 		kvs, err := tr.GetRange(l.laneRange(), kv.RangeOptions{}).GetSliceWithError()
 		if err != nil {

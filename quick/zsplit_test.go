@@ -1,7 +1,6 @@
 package quick
 
 import (
-	"github.com/quickfdb/quickfdb/kv"
 	"testing"
 	"time"
 )
@@ -118,31 +117,7 @@ func TestZoneSplitDeepLane(t *testing.T) {
 // laneKeys reads a lane's job keys, in order.
 func (e *zcEnv) laneKeys(t testing.TB, l laneRef) ([]zjobKey, []zjobValue) {
 	t.Helper()
-	var jks []zjobKey
-	var vs []zjobValue
-	err := e.db.ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
-		jks, vs = nil, nil
-		kvs, err := tr.GetRange(l.laneRange(), kv.RangeOptions{}).GetSliceWithError()
-		if err != nil {
-			return err
-		}
-		for _, kvp := range kvs {
-			jk, err := l.z.parseJobKey(kvp.Key)
-			if err != nil {
-				return err
-			}
-			var v zjobValue
-			if err := v.unmarshal(kvp.Value); err != nil {
-				return err
-			}
-			jks, vs = append(jks, jk), append(vs, v)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jks, vs
+	return readLaneKeys(t, e.ctx, e.db, l)
 }
 
 // laneState reads a lane's state (ok false: none).
