@@ -156,30 +156,7 @@ func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			started := make(chan time.Time, 1)
-			w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := RegisterRaw(w, "bench", func(ctx context.Context, j *RawJob) error {
-				started <- time.Now()
-				return nil
-			}, HandlerOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			go func() { _ = w.Run(ctx) }()
-			b.Cleanup(func() {
-				sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				_ = w.Stop(sctx)
-				cancel()
-			})
-			deadline := time.Now().Add(30 * time.Second)
-			for w.byType["bench"].zoneRefuse() != "" {
-				if time.Now().After(deadline) {
-					b.Fatal("the worker did not start claiming")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			started := startIdleZonesWorker(b, ctx, q)
 			var lat latencies
 			b.ResetTimer()
 			for i := range b.N {
@@ -195,4 +172,35 @@ func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
 			lat.report(b)
 		})
 	}
+}
+
+// startIdleZonesWorker runs a zones worker of task type "bench" on q whose
+// handler reports when each job starts, and waits until it claims.
+func startIdleZonesWorker(b *testing.B, ctx context.Context, q *quick.Queue) <-chan time.Time {
+	b.Helper()
+	started := make(chan time.Time, 1)
+	w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := RegisterRaw(w, "bench", func(ctx context.Context, j *RawJob) error {
+		started <- time.Now()
+		return nil
+	}, HandlerOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = w.Run(ctx) }()
+	b.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = w.Stop(sctx)
+		cancel()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for w.byType["bench"].zoneRefuse() != "" {
+		if time.Now().After(deadline) {
+			b.Fatal("the worker did not start claiming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return started
 }

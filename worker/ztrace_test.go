@@ -62,30 +62,7 @@ func benchIdleTrace(b *testing.B, exact bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	started := make(chan time.Time, 1)
-	w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := RegisterRaw(w, "bench", func(ctx context.Context, j *RawJob) error {
-		started <- time.Now()
-		return nil
-	}, HandlerOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = w.Run(ctx) }()
-	b.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = w.Stop(sctx)
-		cancel()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for w.byType["bench"].zoneRefuse() != "" {
-		if time.Now().After(deadline) {
-			b.Fatal("the worker did not start claiming")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	started := startIdleZonesWorker(b, ctx, q)
 	steps := map[string][]time.Duration{}
 	var order []string
 	note := func(name string, d time.Duration) {
