@@ -111,7 +111,7 @@ func Check(h History) Verdict {
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
 		if o, dup := atAttempt[k]; dup && o.Short == c.Short {
 			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
-				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, o.At.Format("15:04:05.000"), c.Token, c.Worker, c.At.Format("15:04:05.000"), describeRuns(h.Runs, c.ID))
+				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, claimTimes(o), c.Token, c.Worker, claimTimes(c), describeRuns(h.Runs, c.ID))
 		}
 		atAttempt[k] = c
 	}
@@ -384,6 +384,15 @@ func describeRuns(runs []RunRec, id quick.ID) string {
 		out = append(out, s)
 	}
 	return strings.Join(out, "; ")
+}
+
+// claimTimes formats when a claim was made and its handler started.
+func claimTimes(c ClaimRec) string {
+	const f = "15:04:05.000"
+	if c.Claimed.IsZero() {
+		return c.At.Format(f)
+	}
+	return c.Claimed.Format(f) + " (started " + c.At.Format(f) + ")"
 }
 
 // claimedAfter says whether claim c of a job came after claim l: a later

@@ -297,6 +297,14 @@ func TestCheckerPassesZonesHistories(t *testing.T) {
 	if v := Check(h); len(v.Violations) != 0 {
 		t.Fatalf("a takeover's claim recorded before the hand-out it took over: %v", v.Violations)
 	}
+	// A frozen worker started a hand-out of the requeue job only after
+	// the job was requeued and run again: its claim keeps the epoch it was
+	// claimed in (TestClaimEpochIsTheLeasesNotTheHandlerStart), recorded
+	// last, and its completion never committed (its lane was lost).
+	h.Claims = append(h.Claims, ClaimRec{ID: r, Token: 92, Attempt: 1, Worker: "w3", Short: true})
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("a stale hand-out started after the requeue: %v", v.Violations)
+	}
 }
 
 // TestCheckerLeavesTheIndexOfQueuedJobs: a cron chain's pending occurrence

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/cron"
 	"github.com/quickfdb/quickfdb/internal/leasetoken"
+	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
@@ -37,7 +38,16 @@ type completion struct {
 func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) (err error) {
 		l := job.Lease
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: h.epoch(l.ID), At: time.Now(), Short: isShort(l)})
+		// The lease's epoch is the one it was claimed in, not the one its
+		// handler starts in: a worker holds claimed jobs until a slot frees,
+		// and a frozen one starts them when it wakes, perhaps after their
+		// lane lapsed, the takeover counted their run and dead-lettered
+		// them, and the harness requeued them. Dated at the start, such a
+		// stale run looked like a second claim of the requeued job at the
+		// same attempt, and made the requeued run's completion look stale.
+		claimed := testhooks.ClaimedAt(job).Add(-clk.offset)
+		epoch := h.epochAt(l.ID, claimed)
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: epoch, Claimed: claimed, At: time.Now(), Short: isShort(l)})
 		start := time.Now()
 		defer func() {
 			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()}
@@ -65,7 +75,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 				return errors.New(p.Kind + " failure")
 			}
 		case KindRequeue:
-			if h.epoch(l.ID) == 0 {
+			if epoch == 0 {
 				return errors.New("failing until requeued")
 			}
 		case KindSlow:

@@ -49,10 +49,13 @@ type ClaimRec struct {
 	Attempt int
 	Worker  string
 	// Epoch is how many times the job had been requeued from the dead
-	// letters when it was claimed: a requeue starts its attempts again.
+	// letters when it was claimed: a requeue starts its attempts again. It
+	// is the epoch at the claim (Claimed), not at the handler's start,
+	// which may follow a requeue that the lease came before.
 	Epoch int
-	// At is when the handler started (real time), for the reports.
-	At time.Time
+	// Claimed is when the worker claimed the job and At when the handler
+	// started (real time; a prefetched job starts once a slot frees).
+	Claimed, At time.Time
 	// Short is set for a job handed out in short-job mode (under its lane
 	// lease, its attempt not counted), not claimed with a lease of its own.
 	Short bool

@@ -206,10 +206,10 @@ func (h *harness) resize(ctx context.Context) {
 	}
 }
 
-// requeuer requeues the dead-lettered jobs built to be (KindRequeue) and
-// counts each requeue in h.requeues before it, so that their claims after
-// it are told from those before (ClaimRec.Epoch). It reports whether it
-// found any.
+// requeuePass requeues the dead-lettered jobs built to be (KindRequeue)
+// and notes the time of each requeue in h.requeues before it, so that their
+// claims after it are told from those before (ClaimRec.Epoch). It reports
+// whether it found any.
 func (h *harness) requeuePass(ctx context.Context) bool {
 	if h.cfg.RequeueShare <= 0 {
 		return false
@@ -229,12 +229,7 @@ func (h *harness) requeuePass(ctx context.Context) bool {
 				continue
 			}
 			found = true
-			h.requeueMu.Lock()
-			if h.requeues == nil {
-				h.requeues = map[quick.ID]int{}
-			}
-			h.requeues[id]++
-			h.requeueMu.Unlock()
+			h.noteRequeue(id, time.Now())
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			if err := q.Requeue(rctx, id); err != nil && !errors.Is(err, quick.ErrNotFound) {
 				h.logger.Warn("soak: requeue", "id", id, "err", err)
@@ -245,11 +240,32 @@ func (h *harness) requeuePass(ctx context.Context) bool {
 	return found
 }
 
-// epoch is how many times job id was requeued so far.
-func (h *harness) epoch(id quick.ID) int {
+// noteRequeue records that a requeue of job id begins at at (real time):
+// before the Requeue call, so that every claim of the job it places comes
+// after it.
+func (h *harness) noteRequeue(id quick.ID, at time.Time) {
 	h.requeueMu.Lock()
 	defer h.requeueMu.Unlock()
-	return h.requeues[id]
+	if h.requeues == nil {
+		h.requeues = map[quick.ID][]time.Time{}
+	}
+	h.requeues[id] = append(h.requeues[id], at)
+}
+
+// epochAt is how many requeues of job id had begun at claimed (real time):
+// the epoch of a lease claimed then. A claim of the job before a requeue
+// took a key the requeue found dead-lettered, so it came before the
+// requeue began; a claim of the key the requeue placed came after.
+func (h *harness) epochAt(id quick.ID, claimed time.Time) int {
+	h.requeueMu.Lock()
+	defer h.requeueMu.Unlock()
+	n := 0
+	for _, at := range h.requeues[id] {
+		if at.Before(claimed) {
+			n++
+		}
+	}
+	return n
 }
 
 func (h *harness) kindOf(id quick.ID) string {
@@ -417,6 +433,6 @@ type zoneCounters struct {
 	migratedAt          atomic.Int64
 	backlogged          atomic.Int64
 	requeueMu           sync.Mutex
-	requeues            map[quick.ID]int
+	requeues            map[quick.ID][]time.Time // when each requeue of a job began
 	adm                 admins
 }
