@@ -363,8 +363,12 @@ func FuzzParseEvent(f *testing.F) {
 // Without the fdb tag the run role says how to get it; an unknown
 // scenario is refused before anything starts.
 func TestRunNeeds(t *testing.T) {
-	if err := Run(context.Background(), Config{Scenarios: []string{"worker-kill"}, ShortBatch: true}); fdbkv.Built || !errors.Is(err, fdbkv.ErrNotBuilt) {
-		t.Errorf("-short-batch without the fdb tag: %v", err)
+	// With the tag the config is checked for a real run instead (here: no
+	// jobs asked for), so the "not built" error is only expected without.
+	if !fdbkv.Built {
+		if err := Run(context.Background(), Config{Scenarios: []string{"worker-kill"}, ShortBatch: true}); !errors.Is(err, fdbkv.ErrNotBuilt) {
+			t.Errorf("-short-batch without the fdb tag: %v", err)
+		}
 	}
 	if err := Run(context.Background(), Config{Scenarios: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
 		t.Errorf("unknown scenario: %v", err)

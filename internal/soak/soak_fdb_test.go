@@ -35,3 +35,39 @@ func TestShortSoakFDB(t *testing.T) {
 		t.Errorf("the soak did not exercise what it should: %+v", rep)
 	}
 }
+
+// TestShortSoakZonesFDB is TestShortSoakZones on a real FoundationDB:
+// tenants, the pointer index, short-job lanes and lane resizing under the
+// same faults, over the real engine's conflicts and latencies.
+func TestShortSoakZonesFDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 s soak")
+	}
+	runShortSoakFDB(t, ShortZones())
+}
+
+// TestShortSoakMigrateFDB is TestShortSoakMigrate on a real FoundationDB:
+// schema 1 first, then the switch to zones mid-run.
+func TestShortSoakMigrateFDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 s soak")
+	}
+	rep := runShortSoakFDB(t, ShortMigrate())
+	if rep.MigratedAfter <= 0 || rep.Backlog == 0 {
+		t.Errorf("the run did not migrate: switched after %vs with %d backlog jobs", rep.MigratedAfter, rep.Backlog)
+	}
+}
+
+func runShortSoakFDB(t *testing.T, c Config) Report {
+	t.Helper()
+	db, sub := fdbtest.Open(t)
+	rep, err := RunOn(context.Background(), db, sub, c, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Engine = "FoundationDB (fdbtest)"
+	rep.WriteSummary(os.Stderr)
+	checkShortSoak(t, rep)
+	checkZonesSoak(t, rep)
+	return rep
+}
