@@ -42,7 +42,7 @@
 //     made before the kill survived it.
 //
 //   - short-batch (also -short-batch): the queue in the zones layout with
-//     the task type in short-job mode (QueueOptions(true): a claim hands
+//     the task type in short-job mode (QueueOptions(LayoutShort): a claim hands
 //     jobs out under its lane lease and writes nothing per job). Two worker
 //     processes of 8 slots with -hang-short (Handler.HangShort: the first
 //     attempt of a job handed out under a short lease blocks before its

@@ -35,17 +35,17 @@ type inproc struct {
 	progress map[string]*Progress
 }
 
-func newInproc(t *testing.T) *inproc { return newInprocWith(t, false) }
+func newInproc(t *testing.T) *inproc { return newInprocWith(t, LayoutLanes) }
 
-// newInprocWith opens the queue with QueueOptions(short), as the
+// newInprocWith opens the queue with QueueOptions(layout), as the
 // scenarios' processes do.
-func newInprocWith(t *testing.T, short bool) *inproc {
+func newInprocWith(t *testing.T, layout Layout) *inproc {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	db := memkv.Open(memkv.Options{Clock: clk, Wait: clk})
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
 	qs, keys := Spaces(tuple.FromTuple(tuple.Tuple{"killcheck", "test"}))
-	qo := QueueOptions(short)
+	qo := QueueOptions(layout)
 	qo.Clock = clk
 	q, err := quick.Open(ctx, db, qs, qo)
 	if err != nil {
@@ -219,7 +219,7 @@ func runScenario(t *testing.T) (*inproc, Expect) {
 // dead worker's runs are counted (quick's hand-out mark), though nothing
 // was written per job when they were handed out.
 func TestShortBatchKillInProcess(t *testing.T) {
-	e := newInprocWith(t, true)
+	e := newInprocWith(t, LayoutShort)
 	w1, w2 := e.startWith("w1", ShortBatchSlots, true), e.startWith("w2", ShortBatchSlots, true)
 	jobs := make([]Steps, ShortBatchJobs)
 	for i := range jobs {

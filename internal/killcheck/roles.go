@@ -24,13 +24,39 @@ import (
 // lanes are taken over soon and both workers are busy.
 const Lanes = 4
 
+// Layout is the queue layout a run's processes use.
+type Layout string
+
+const (
+	// LayoutLanes is schema 1 (quick.LayoutLanes), per-job leases.
+	LayoutLanes Layout = "lanes"
+	// LayoutZones is the two-level layout (quick.LayoutZones), per-job
+	// leases.
+	LayoutZones Layout = "zones"
+	// LayoutShort is the zones layout with TaskType in short-job mode.
+	LayoutShort Layout = "short"
+)
+
+// ParseLayout checks a -layout flag's value.
+func ParseLayout(s string) (Layout, error) {
+	switch l := Layout(s); l {
+	case LayoutLanes, LayoutZones, LayoutShort:
+		return l, nil
+	}
+	return "", fmt.Errorf("killcheck: unknown layout %q (want lanes, zones or short)", s)
+}
+
 // QueueOptions are the options every process of a run opens the queue
-// with: the lanes layout, or with short the zones layout with TaskType in
-// short-job mode (TaskTypeOptions.ShortJobs; Trackable, so that the
-// checker's Get finds a job still queued).
-func QueueOptions(short bool) quick.Options {
+// with: the lanes layout, or the zones layout with TaskType Trackable (so
+// that the checker's Get finds a job still queued), in short-job mode for
+// LayoutShort (TaskTypeOptions.ShortJobs).
+func QueueOptions(l Layout) quick.Options {
 	o := quick.Options{Lanes: Lanes}
-	if short {
+	switch l {
+	case LayoutZones:
+		o.Layout = quick.LayoutZones
+		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {Trackable: true}}
+	case LayoutShort:
 		o.Layout = quick.LayoutZones
 		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {ShortJobs: true, Trackable: true}}
 	}
@@ -61,7 +87,7 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 	fs.SetOutput(stderr)
 	f := &workermain.Flags{}
 	f.Register(fs)
-	short := fs.Bool("short", false, "the zones layout, with the task type in short-job mode (QueueOptions)")
+	layout := fs.String("queue-layout", string(LayoutLanes), "the queue's layout: lanes, zones, or short (zones with the task type in short-job mode; QueueOptions)")
 	if add != nil {
 		add(fs)
 	}
@@ -81,7 +107,11 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 		return nil, nil, nil, Keys{}, nil, err
 	}
 	qs, keys := Spaces(run)
-	qo := QueueOptions(*short)
+	l, err := ParseLayout(*layout)
+	if err != nil {
+		return nil, nil, nil, Keys{}, nil, err
+	}
+	qo := QueueOptions(l)
 	qo.Logger = log
 	q, err := quick.Open(ctx, db, qs, qo)
 	if err != nil {

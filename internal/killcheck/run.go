@@ -54,7 +54,10 @@ type Config struct {
 	LogDir string
 	// ShortBatch adds the short-batch scenario to Scenarios.
 	ShortBatch bool
-	Out        io.Writer
+	// Layout is the queue layout of worker-kill and server-restart
+	// (LayoutLanes when empty); short-batch always runs LayoutShort.
+	Layout Layout
+	Out    io.Writer
 }
 
 // RunMain is the run role: parse flags, run the scenarios, print the
@@ -76,6 +79,7 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "bound on one scenario")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the runs' data and the started server's directory")
 	fs.StringVar(&c.LogDir, "log-dir", "", "directory for the child processes' logs (default a new temporary directory)")
+	layout := fs.String("layout", string(LayoutLanes), "queue layout of worker-kill and server-restart: lanes (schema 1) or zones (the two-level layout, per-job leases); short-batch always runs zones in short-job mode")
 	fs.BoolVar(&c.ShortBatch, "short-batch", false, "also run short-batch: kill a worker with SIGKILL mid-batch in short-job mode (same as adding short-batch to -scenario)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +88,14 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.Scenarios = strings.Split(scen, ",")
+	l, err := ParseLayout(*layout)
+	if err != nil {
+		return err
+	}
+	if l == LayoutShort {
+		return errors.New("killcheck: -layout short: use -scenario short-batch (or -short-batch) for short-job mode")
+	}
+	c.Layout = l
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -165,8 +177,7 @@ func (s *scenario) printf(format string, args ...any) {
 }
 
 // env is one scenario's run: its subspace (flag is how its children's
-// -subspace spells it), database and queue; short when the queue is in the
-// zones layout with the task type in short-job mode (QueueOptions).
+// -subspace spells it), database and queue, in layout (QueueOptions).
 type env struct {
 	cluster string
 	flag    string
@@ -174,15 +185,18 @@ type env struct {
 	db      kv.Database
 	q       *quick.Queue
 	keys    Keys
-	short   bool
+	layout  Layout
 }
 
 // open opens a fresh run on the cluster: a random run id under the
 // configured subspace.
-func (s *scenario) open(ctx context.Context, cluster string, short bool) (*env, error) {
+func (s *scenario) open(ctx context.Context, cluster string, layout Layout) (*env, error) {
+	if layout == "" {
+		layout = LayoutLanes
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	e := &env{cluster: cluster, flag: s.Subspace + ",r" + hex.EncodeToString(b[:]), short: short}
+	e := &env{cluster: cluster, flag: s.Subspace + ",r" + hex.EncodeToString(b[:]), layout: layout}
 	var err error
 	if e.root, err = workermain.ParseSubspace(e.flag); err != nil {
 		return nil, err
@@ -192,10 +206,10 @@ func (s *scenario) open(ctx context.Context, cluster string, short bool) (*env, 
 	}
 	qs, keys := Spaces(e.root)
 	e.keys = keys
-	if e.q, err = quick.Open(ctx, e.db, qs, QueueOptions(short)); err != nil {
+	if e.q, err = quick.Open(ctx, e.db, qs, QueueOptions(layout)); err != nil {
 		return nil, fmt.Errorf("open the queue on %s: %w", cluster, err)
 	}
-	s.printf("run subspace (%s), queue under it at (queue), cluster file %s", e.flag, cluster)
+	s.printf("run subspace (%s), queue under it at (queue), %s layout, cluster file %s", e.flag, layout, cluster)
 	return e, nil
 }
 
@@ -237,9 +251,7 @@ func (s *scenario) child(name string, args ...string) (*proc, error) {
 // startWorker starts a worker process with 4 slots; extra flags follow.
 func (s *scenario) startWorker(e *env, id string, extra ...string) (*proc, error) {
 	args := []string{"worker", "-cluster-file", e.cluster, "-subspace", e.flag, "-id", id, "-concurrency", "4", "-log-level", "info"}
-	if e.short {
-		args = append(args, "-short")
-	}
+	args = append(args, "-queue-layout", string(e.layout))
 	return s.child(id, append(args, extra...)...)
 }
 
@@ -247,9 +259,7 @@ func (s *scenario) startWorker(e *env, id string, extra ...string) (*proc, error
 func (s *scenario) produce(ctx context.Context, e *env, hangAt int) ([]quick.ID, error) {
 	args := []string{"produce", "-cluster-file", e.cluster, "-subspace", e.flag, "-log-level", "warn",
 		"-jobs", fmt.Sprint(s.Jobs), "-steps", fmt.Sprint(s.Steps), "-step-time", s.StepTime.String(), "-hang-at", fmt.Sprint(hangAt)}
-	if e.short {
-		args = append(args, "-short")
-	}
+	args = append(args, "-queue-layout", string(e.layout))
 	p, err := s.child("producer", args...)
 	if err != nil {
 		return nil, err

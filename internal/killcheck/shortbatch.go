@@ -35,7 +35,7 @@ func ShortBatchResumes(victim string, p *Progress) map[quick.ID]Resume {
 }
 
 // shortBatch: two worker processes of the task type in short-job mode
-// (QueueOptions(true)), both with -hang-short, and one producer of
+// (QueueOptions(LayoutShort)), both with -hang-short, and one producer of
 // ShortBatchJobs jobs. The worker that leases the zone's lane first is
 // handed every job under its lane lease (no per-job lease, nothing written
 // per job) and each blocks; that worker is killed with SIGKILL there,
@@ -49,7 +49,7 @@ func (s *scenario) shortBatch(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { stopServer(err != nil) }()
-	e, err := s.open(ctx, cluster, true)
+	e, err := s.open(ctx, cluster, LayoutShort)
 	defer s.close(e)
 	if err != nil {
 		return err
