@@ -151,6 +151,20 @@ func (d *drain) stopAll() (time.Duration, error) {
 	return cpu, errors.Join(errs...)
 }
 
+// cpuSoFar is the CPU time the children have used until now, if every
+// one's can be read.
+func (d *drain) cpuSoFar() (time.Duration, bool) {
+	var sum time.Duration
+	for _, ch := range d.children {
+		t, ok := ch.c.CPUSoFar()
+		if !ok {
+			return 0, false
+		}
+		sum += t
+	}
+	return sum, true
+}
+
 // killAll kills the children still running, on an error path.
 func (d *drain) killAll() {
 	for _, ch := range d.children {

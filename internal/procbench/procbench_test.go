@@ -24,9 +24,10 @@ type goChild struct {
 	err    error
 }
 
-func (c *goChild) Output() io.Reader { return c.out }
-func (c *goChild) Stop() error       { c.cancel(); return nil }
-func (c *goChild) Kill()             { c.cancel() }
+func (c *goChild) Output() io.Reader               { return c.out }
+func (c *goChild) Stop() error                     { c.cancel(); return nil }
+func (c *goChild) Kill()                           { c.cancel() }
+func (c *goChild) CPUSoFar() (time.Duration, bool) { return 0, false }
 func (c *goChild) Wait() (time.Duration, error) {
 	<-c.done
 	return 0, c.err
@@ -175,21 +176,28 @@ func TestPayloadsSeeded(t *testing.T) {
 
 func TestRowFormat(t *testing.T) {
 	r := Row{Procs: 4, Jobs: 20000, Layout: "zones", Complete: "with", WallS: 5.25, JobsPerSec: 3809.5, CPUPer1k: 1.234,
-		KV: kv.Stats{Commits: 30000}}
+		RunCPUPer1k: 1.1, KV: kv.Stats{Commits: 30000}}
 	r.PerJob = r.KV.Per(int64(r.Jobs))
+	unknown := r
+	unknown.RunCPUPer1k = -1
 	var b bytes.Buffer
 	WriteHeader(&b)
 	r.Write(&b)
+	unknown.Write(&b)
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("%q", b.String())
 	}
-	want := "    4   20000 zones  with         5.25     3810     1.234    0.00    0.00    0.00    0.00    1.50   0.000"
-	if lines[1] != want {
-		t.Errorf("row\n got %q\nwant %q", lines[1], want)
-	}
-	if len(lines[0]) != len(lines[1]) {
-		t.Errorf("header and row differ in width:\n%s\n%s", lines[0], lines[1])
+	for i, want := range []string{
+		"    4   20000 zones  with         5.25     3810     1.234     1.100    0.00    0.00    0.00    0.00    1.50   0.000",
+		"    4   20000 zones  with         5.25     3810     1.234         -    0.00    0.00    0.00    0.00    1.50   0.000",
+	} {
+		if lines[i+1] != want {
+			t.Errorf("row %d\n got %q\nwant %q", i, lines[i+1], want)
+		}
+		if len(lines[0]) != len(lines[i+1]) {
+			t.Errorf("header and row differ in width:\n%s\n%s", lines[0], lines[i+1])
+		}
 	}
 }
 

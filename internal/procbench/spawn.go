@@ -24,6 +24,9 @@ type Child interface {
 	// Wait waits for the child to exit, after Output has been read to its
 	// end, and returns the CPU time it used (user + system).
 	Wait() (cpu time.Duration, err error)
+	// CPUSoFar is the CPU time it has used until now, if the platform
+	// tells (Linux).
+	CPUSoFar() (time.Duration, bool)
 }
 
 // Spawner starts child name with the worker's command line.
@@ -103,6 +106,8 @@ func (p *proc) signal(sig syscall.Signal) error {
 	}
 	return nil
 }
+
+func (p *proc) CPUSoFar() (time.Duration, bool) { return pidCPU(p.cmd.Process.Pid) }
 
 func (p *proc) Wait() (time.Duration, error) {
 	<-p.exited
