@@ -42,6 +42,9 @@
 // Main is harmless on memkv. Set QUICKFDB_KEEP_FDB=1 to keep the temporary
 // directory (logs) after Main.
 //
+// ClusterFile returns the path of the cluster file, for tests that start
+// processes of their own against the same database (it skips on memkv).
+//
 // Subspaces are tuple.FromTuple(tuple.Tuple{"fdbtest", <random id>}); their
 // whole prefix range is cleared in a transaction at cleanup (a crash leaves
 // them behind on a real cluster).

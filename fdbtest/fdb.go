@@ -72,6 +72,20 @@ func openDB(t testing.TB) kv.Database {
 	return b.db
 }
 
+// ClusterFile returns the cluster file of the database Open returns, for
+// tests that start processes of their own against it: FDB_CLUSTER_FILE's,
+// or the throwaway server's. It skips or fails t as Open does.
+func ClusterFile(t testing.TB) string {
+	t.Helper()
+	openDB(t)
+	backendMu.Lock()
+	defer backendMu.Unlock()
+	if theBackend.srv != nil {
+		return theBackend.srv.clusterFile
+	}
+	return os.Getenv(EnvClusterFile)
+}
+
 func shutdown() {
 	backendMu.Lock()
 	defer backendMu.Unlock()

@@ -11,10 +11,15 @@
 //	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
 //	                           conflicts, clock skew and paused workers, then
 //	                           a checker over the history (internal/soak)
+//	quickbench procs [flags]   a backlog drained by 1, 4, 16 worker processes
+//	                           on a FoundationDB cluster: wall time, jobs/s,
+//	                           the children's CPU and kv counts per job
+//	                           (internal/procbench)
 //
-// Both run on memkv with FoundationDB's published latencies injected; bench
-// runs on a real cluster with --cluster-file, which needs a binary built
-// with -tags fdb.
+// Bench, tenants, scale and soak run on memkv with FoundationDB's published
+// latencies injected; bench and soak run on a real cluster with
+// --cluster-file, and procs only there, which needs a binary built with
+// -tags fdb.
 // docs/performance.md has the commands and the figures.
 package main
 
@@ -47,6 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return tenantsCmd(ctx, args[1:], stdout, stderr)
 	case "scale":
 		return scaleCmd(ctx, args[1:], stdout, stderr)
+	case "procs":
+		return procsCmd(ctx, args[1:], stdout, stderr)
+	case procsWorkerCmdName: // procs' children; not in the usage
+		return procsWorkerCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -60,5 +69,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: quickbench bench [flags]   (quickbench bench -h for flags)
        quickbench soak [flags]    (quickbench soak -h for flags)
        quickbench tenants [flags] (one tenant's big backlog against many small tenants)
-       quickbench scale [flags]   (idle reads per worker and claims against workers, simulated)`)
+       quickbench scale [flags]   (idle reads per worker and claims against workers, simulated)
+       quickbench procs [flags]   (a backlog drained by 1, 4, 16 worker processes on FoundationDB; needs -tags fdb)`)
 }
