@@ -66,8 +66,7 @@ func runShortSoakFDB(t *testing.T, c Config) Report {
 		t.Fatal(err)
 	}
 	rep.Engine = "FoundationDB (fdbtest)"
-	rep.WriteSummary(os.Stderr)
-	checkShortSoak(t, rep)
+	checkShortSoak(t, rep) // prints the summary
 	checkZonesSoak(t, rep)
 	return rep
 }
