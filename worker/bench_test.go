@@ -55,18 +55,18 @@ func (l *latencies) report(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// benchQueue is memkv with FDB's published latencies, or, built with -tags
+// benchDB is memkv with FDB's published latencies, or, built with -tags
 // fdb, the real FoundationDB that fdbtest finds.
-func benchQueue(b *testing.B) *quick.Queue {
-	var (
-		db    kv.Database
-		space tuple.Subspace
-	)
+func benchDB(b *testing.B) (kv.Database, tuple.Subspace) {
 	if fdbkv.Built {
-		db, space = fdbtest.Open(b)
-	} else {
-		db, space = fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+		return fdbtest.Open(b)
 	}
+	return fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+}
+
+// benchQueue is a lanes queue on benchDB.
+func benchQueue(b *testing.B) *quick.Queue {
+	db, space := benchDB(b)
 	q, err := quick.Open(context.Background(), db, space, quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -136,7 +136,8 @@ func BenchmarkDrain(b *testing.B) {
 
 // BenchmarkZonesEnqueueToStartIdle is BenchmarkEnqueueToStartIdle on the
 // zones layout: one job at a time into an idle worker, after a random pause
-// of 0.2-1 s, memkv with FDB's latencies, real clock. Run it with
+// of 0.2-1 s, memkv with FDB's latencies (or, with -tags fdb, the
+// FoundationDB that fdbtest finds), real clock. Run it with
 //
 //	go test -run '^$' -bench ZonesEnqueueToStart -benchtime 50x ./worker/
 func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
@@ -146,7 +147,7 @@ func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
 			name = "short"
 		}
 		b.Run(name, func(b *testing.B) {
-			raw, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+			raw, space := benchDB(b)
 			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
 			if short {
 				opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}

@@ -16,6 +16,7 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -40,6 +41,14 @@ import (
 // is what BenchmarkZonesEnqueueToStartIdle and bench/peers measure; the
 // exact one shows the same round trips at FDB's nominal latencies.
 func BenchmarkZonesIdleTrace(b *testing.B) {
+	if fdbkv.Built {
+		// On the FoundationDB that fdbtest finds: its own latencies.
+		b.Run("fdb", func(b *testing.B) {
+			raw, space := fdbtest.Open(b)
+			benchIdleTraceOn(b, raw, space)
+		})
+		return
+	}
 	for _, exact := range []bool{false, true} {
 		name := "go-timers"
 		if exact {
@@ -55,6 +64,11 @@ func benchIdleTrace(b *testing.B, exact bool) {
 		mo.Wait = exactClock{}
 	}
 	raw, space := fdbtest.OpenMem(b, mo)
+	benchIdleTraceOn(b, raw, space)
+}
+
+// benchIdleTraceOn is the trace on raw, under space.
+func benchIdleTraceOn(b *testing.B, raw kv.Database, space tuple.Subspace) {
 	tdb := &traceDB{inner: raw, space: space}
 	opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
 	ctx := context.Background()
