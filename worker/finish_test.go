@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/internal/kvfake"
@@ -52,5 +54,73 @@ func TestCompleteWithSurvivesATimeoutInCommit(t *testing.T) {
 		if s := w.Stats(); s.Failed != 0 || s.DeadLettered != 0 {
 			t.Fatalf("%d in commit: stats %+v", code, s)
 		}
+	}
+}
+
+// A CompleteWith whose commit a timeout struck without applying, and whose
+// lease lapsed and was claimed again before the retry, did not complete the
+// job. For a zones job that is not Trackable the queue cannot look the job
+// up to tell, so CompleteWith must not claim success: it returns the lost
+// lease with the unknown outcome (kv.IsMaybeCommitted). It used to return
+// nil, with fn's writes not committed and the job running elsewhere.
+func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
+	raw, space := fdbtest.OpenMem(t, memkv.Options{})
+	effect := space.Sub("effect").Pack(nil)
+	fw := &kvfake.FailWrite{Database: raw, Target: effect, Err: kv.Error{Code: 1031, DuringCommit: true}}
+	e := newEnvOn(t, fw, space, quick.Options{Layout: quick.LayoutZones})
+	first := make(chan error, 1) // the first attempt's CompleteWith
+	w := e.newWorker(Config{}, func(w *Worker) {
+		if err := RegisterRaw(w, "tx", func(ctx context.Context, j *RawJob) error {
+			if j.Lease.Attempt > 1 {
+				return nil // the run after the lapse: completes the job
+			}
+			fw.Arm()
+			calls := 0
+			err := j.CompleteWith(ctx, func(tr kv.Transaction) error {
+				tr.Set(effect, []byte("done"))
+				if calls++; calls == 1 {
+					// Before this attempt's commit (which fails, not
+					// applied), the lease lapses and the job is claimed
+					// again: by this claim, or by the worker's own
+					// claim loop, which the clock wakes first.
+					e.clk.Advance(2 * time.Minute)
+					bound := time.Now().Add(30 * time.Second) // a failure bound, not a measurement
+					for w.Stats().Claimed < 2 && time.Now().Before(bound) {
+						res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "tx", Holder: "other", Max: 1}})
+						if err != nil {
+							t.Errorf("the other claim: %v", err)
+							break
+						}
+						if len(res.Jobs) == 1 {
+							break
+						}
+						// The worker's loop holds the lane: its claim is
+						// about to commit.
+						runtime.Gosched()
+					}
+				}
+				return nil
+			})
+			first <- err
+			return err
+		}, HandlerOptions{Lease: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.enqueue(quick.NewJob{TaskType: "tx"})
+	e.start(w)
+	err := <-first
+	if err == nil {
+		t.Fatal("CompleteWith reported success; its writes did not commit and the job runs elsewhere")
+	}
+	if !quick.IsLeaseLost(err) || !kv.IsMaybeCommitted(err) {
+		t.Fatalf("CompleteWith: %v; want a lost lease with the outcome unknown", err)
+	}
+	var v []byte
+	if err := raw.ReadTransact(e.ctx, func(tr kv.ReadTransaction) (err error) {
+		v, err = tr.Get(effect).Get()
+		return err
+	}); err != nil || v != nil {
+		t.Fatalf("the effect: %q, %v; want none", v, err)
 	}
 }

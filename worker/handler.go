@@ -161,7 +161,11 @@ func (j *Job[T]) Checkpoint(ctx context.Context, state []byte) error {
 // lease) and must only use tr. After it
 // succeeds the worker does not ack the job again, whatever the handler
 // returns. If the lease is gone it returns an error wrapping
-// quick.ErrLeaseLost, and fn's writes did not commit.
+// quick.ErrLeaseLost, and fn's writes did not commit, unless
+// kv.IsMaybeCommitted(err) also holds: an earlier attempt's commit had an
+// unknown result and the queue could not tell whether it applied (a zones
+// job whose task type is not Trackable cannot be looked up), so fn's writes
+// may have committed; make them idempotent, or the task type Trackable.
 func (j *Job[T]) CompleteWith(ctx context.Context, fn func(tr kv.Transaction) error) error {
 	return j.st.finishWith(ctx, quick.AckComplete, "", fn)
 }

@@ -185,9 +185,15 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 // between retries, another worker may have claimed the job (a claim counts
 // an attempt) and dead-lettered it, or a claim may have dead-lettered it as
 // exhausted (another reason), and that is not this call's outcome. A
-// completed job leaves nothing to tell whose completion it was.
+// completed job leaves nothing to tell whose completion it was. A zones job
+// whose task type is not Trackable cannot be looked up at all
+// (quick.ErrNotTrackable, which wraps ErrNotFound): that tells nothing, so
+// the call keeps its error, the outcome unknown.
 func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason string) bool {
 	info, err := st.r.w.q.Get(ctx, st.first.ID)
+	if errors.Is(err, quick.ErrNotTrackable) {
+		return false
+	}
 	if kind == quick.AckComplete {
 		return quick.IsNotFound(err) || (err == nil && info.State == quick.StateFinished)
 	}
