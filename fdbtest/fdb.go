@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/childproc"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 )
@@ -250,7 +250,6 @@ func launchServer(bins binaries, deadline time.Time) (*server, error) {
 	}
 	cmd := exec.Command(bins.server, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
 	if err := s.run(cmd, out); err != nil {
 		return nil, fmt.Errorf("fdbserver %s: %w", strings.Join(args, " "), err)
 	}
@@ -282,27 +281,20 @@ func (s *server) connect(deadline time.Time) (kv.Database, error) {
 	}
 }
 
-// run starts cmd from a goroutine locked to its OS thread that lives as long
-// as the process: on Linux the parent-death signal is tied to the thread that
-// started the child, and Go may retire an idle unlocked thread.
+// run starts cmd so that it dies with the test binary (childproc.Start).
 func (s *server) run(cmd *exec.Cmd, out *os.File) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.exited)
-			out.Close()
-			return
-		}
-		s.proc = cmd.Process
-		started <- nil
+	err := childproc.Start(cmd, func() {
 		s.waitErr = cmd.Wait()
 		out.Close()
 		close(s.exited)
-	}()
-	return <-started
+	})
+	if err != nil {
+		close(s.exited)
+		out.Close()
+		return err
+	}
+	s.proc = cmd.Process
+	return nil
 }
 
 func (s *server) hasExited() bool {

@@ -7,10 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/quickfdb/quickfdb/internal/childproc"
 )
 
 // proc is a child process of the scenario (a worker, the producer, an
@@ -26,10 +27,8 @@ type proc struct {
 }
 
 // startProc starts path with args. Its standard error and the lines of
-// its standard output that are no events go to logFile. It is started from
-// a goroutine locked to its OS thread for the process's lifetime, because
-// on Linux the parent-death signal (which kills it if the scenario dies)
-// is tied to the thread that started it.
+// its standard output that are no events go to logFile. It dies with the
+// scenario (childproc.Start).
 func startProc(name, logFile, path string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -38,29 +37,19 @@ func startProc(name, logFile, path string, args ...string) (*proc, error) {
 	p := &proc{name: name, exited: make(chan struct{}), progress: NewProgress()}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Stderr = log
-	p.cmd.SysProcAttr = sysProcAttr()
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		log.Close()
 		return nil, err
 	}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := p.cmd.Start(); err != nil {
-			started <- err
-			log.Close()
-			close(p.exited)
-			return
-		}
-		started <- nil
+	err = childproc.Start(p.cmd, func() {
 		p.read(out, log)
 		p.err = p.cmd.Wait()
 		log.Close()
 		close(p.exited)
-	}()
-	if err := <-started; err != nil {
+	})
+	if err != nil {
+		log.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", name, path, err)
 	}
 	return p, nil

@@ -8,9 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/quickfdb/quickfdb/internal/childproc"
 )
 
 // Child is one started worker.
@@ -50,12 +51,10 @@ type proc struct {
 	err    error // Wait's, valid after exited
 }
 
-// startProc starts the process from a goroutine locked to its OS thread
-// for the process's lifetime: on Linux the parent-death signal (which
-// kills the child if the benchmark dies) is tied to the thread that
-// started it, and Go may retire an idle unlocked thread. The goroutine
-// also copies the child's output to a pipe and waits for it, so that Wait
-// never races the reader (exec.Cmd.Wait closes the output).
+// startProc starts the process so that it dies with the benchmark
+// (childproc.Start). The goroutine that owns it copies the child's output
+// to a pipe and waits for it, so that Wait never races the reader
+// (exec.Cmd.Wait closes the output).
 func startProc(path string, args, env []string, logFile string) (*proc, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -64,7 +63,6 @@ func startProc(path string, args, env []string, logFile string) (*proc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = log
-	cmd.SysProcAttr = sysProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		log.Close()
@@ -72,23 +70,15 @@ func startProc(path string, args, env []string, logFile string) (*proc, error) {
 	}
 	pr, pw := io.Pipe()
 	p := &proc{cmd: cmd, out: pr, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+	err = childproc.Start(cmd, func() {
 		defer close(p.exited)
 		defer log.Close()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			pw.CloseWithError(err)
-			return
-		}
-		started <- nil
 		_, cerr := io.Copy(pw, stdout)
 		p.err = cmd.Wait()
 		pw.CloseWithError(cerr)
-	}()
-	if err := <-started; err != nil {
+	})
+	if err != nil {
+		log.Close()
 		return nil, fmt.Errorf("procbench: start %s: %w", path, err)
 	}
 	return p, nil

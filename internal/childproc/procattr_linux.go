@@ -1,10 +1,9 @@
 //go:build linux
 
-package killcheck
+package childproc
 
 import "syscall"
 
-// sysProcAttr makes a child die with the scenario.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
