@@ -274,13 +274,24 @@ func TestBrowserConsole(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// The live refresh replaces parts of the page while the test reads it,
+	// so every read and click is one JavaScript evaluation: it sees the
+	// page between two refreshes, never a node the refresh detached, and it
+	// polls until the element is there.
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		v, err := chromedp.Run(ctx, chromedp.Poll[struct{ T string }](`(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); return e ? {T: e.textContent} : null })()`))
 		if err != nil {
 			t.Fatalf("read %s: %v", sel, err)
 		}
-		return s
+		return v.T
+	}
+	click := func(sel string) chromedp.Action[chromedp.Void] {
+		poll := chromedp.Poll[bool](`(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); if (!e) return false; e.click(); return true })()`)
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := poll(ctx, tg)
+			return chromedp.Void{}, err
+		}
 	}
 	count := func(sel string) int {
 		t.Helper()
@@ -322,7 +333,7 @@ func TestBrowserConsole(t *testing.T) {
 
 	// Pause a type from the overview, through the confirmation page: the
 	// row is marked paused and the library agrees.
-	do("pause", chromedp.Click(chromedp.CSS(`tr[data-type="report"] form[action$="/actions/pause"] button`)), visible(`#confirm-yes`))
+	do("pause", click(`tr[data-type="report"] form[action$="/actions/pause"] button`), visible(`#confirm-yes`))
 	if body := text(`.confirm`); !strings.Contains(body, "quick.Queue.Pause") || !strings.Contains(body, "docs/design.md") {
 		t.Errorf("pause confirmation does not state the operation and its cost: %q", body)
 	}
@@ -330,7 +341,7 @@ func TestBrowserConsole(t *testing.T) {
 		t.Fatalf("the confirmation page already paused: %v %v", p, err)
 	}
 	shoot(t, ctx, dir, "confirm-pause")
-	do("confirm pause", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`), visible(`tr[data-type="report"][data-paused="1"] .paused`))
+	do("confirm pause", click(`#confirm-yes`), visible(`.flash`), visible(`tr[data-type="report"][data-paused="1"] .paused`))
 	if p, err := lq.q.PausedTypes(context.Background()); err != nil || len(p) != 1 || p["report"].IsZero() {
 		t.Fatalf("after pausing through the console: PausedTypes = %v (%v), want report", p, err)
 	}
@@ -342,8 +353,8 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "paused")
 	// Resume it: the mark goes.
-	do("resume", chromedp.Click(chromedp.CSS(`tr[data-type="report"] form[action$="/actions/resume"] button`)), visible(`#confirm-yes`))
-	do("confirm resume", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`), visible(`tr[data-type="report"] form[action$="/actions/pause"]`))
+	do("resume", click(`tr[data-type="report"] form[action$="/actions/resume"] button`), visible(`#confirm-yes`))
+	do("confirm resume", click(`#confirm-yes`), visible(`.flash`), visible(`tr[data-type="report"] form[action$="/actions/pause"]`))
 	if p, err := lq.q.PausedTypes(context.Background()); err != nil || len(p) != 0 {
 		t.Fatalf("after resuming: PausedTypes = %v (%v)", p, err)
 	}
@@ -361,7 +372,7 @@ func TestBrowserConsole(t *testing.T) {
 		t.Errorf("jobs: %d leased imports shown, want 3", n)
 	}
 	shoot(t, ctx, dir, "jobs")
-	do("job detail", chromedp.Click(chromedp.CSS(`#jobs tbody tr:first-child a`)), visible(`#detail`))
+	do("job detail", click(`#jobs tbody tr:first-child a`), visible(`#detail`))
 	if st := strings.TrimSpace(text(`#detail td[data-k="state"]`)); st != "leased" {
 		t.Errorf("job detail: state %q, want leased", st)
 	}
@@ -374,12 +385,12 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "dead")
 	target := lq.dead[0]
-	do("requeue", chromedp.Click(chromedp.CSS(`#dead tr[data-id="`+target.String()+`"] form[action$="/actions/requeue"] button`)), visible(`#confirm-yes`))
+	do("requeue", click(`#dead tr[data-id="`+target.String()+`"] form[action$="/actions/requeue"] button`), visible(`#confirm-yes`))
 	shoot(t, ctx, dir, "confirm")
 	if j, _ := lq.q.Get(context.Background(), target); j.State != quick.StateDead {
 		t.Fatalf("the confirmation page already changed the job: %v", j.State)
 	}
-	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-yes`)), visible(`.flash`))
+	do("confirm", click(`#confirm-yes`), visible(`.flash`))
 	if n := atoi(t, text(`#dead-count`)); n != 5 {
 		t.Errorf("after requeue: page shows %d dead letters, want 5", n)
 	}
