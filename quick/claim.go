@@ -3,177 +3,80 @@ package quick
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sort"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// ClaimOptions shape one claim.
-type ClaimOptions struct {
-	TaskType string
-	// Holder names the worker taking the leases; required.
-	Holder string
-	// Lanes to scan; nil scans every lane.
-	Lanes []int
-	// Max is the most jobs to claim; default 1.
-	Max int
-	// Lease is how long the claimed jobs are held before they vest again;
-	// at least MinLease, at most the queue's MaxLease. Default 30 s.
-	Lease time.Duration
-	// ScanLimit bounds the keys read from each lane and priority; default
-	// twice Max, at least 4.
-	ScanLimit int
-	// MaxBytes caps the payload and checkpoint bytes one claim takes;
-	// default 4 MB. At least one job is always taken.
-	MaxBytes int
-	// Timeout bounds the claim transaction, well under FDB's 5 s; default 2 s.
-	Timeout time.Duration
-	// BatchPriority runs the claim at FDB's batch priority, so a loaded
-	// cluster sheds queue work before the application's own transactions.
-	BatchPriority bool
-	// Tag is an FDB throttling tag for the claim (at most MaxTagLen bytes).
-	Tag string
-}
-
-// Claimed is the outcome of a claim.
-type Claimed struct {
-	Jobs []Lease
-	// NextVest is the earliest vesting time after now seen in the scanned
-	// lanes: a worker with nothing to do can sleep until then, since a
-	// vesting job or an expiring lease writes nothing that could wake it.
-	// Zero when none was seen.
-	NextVest time.Time
-	// More is set when a scanned lane held more vested jobs than were taken.
-	More bool
-	// DeadLettered counts jobs moved to the dead letters instead of being
-	// claimed: their attempts had all been spent by holders that vanished,
-	// or their record or schedule value did not decode (quarantined).
-	DeadLettered int
-
-	deadIDs []ID
-}
-
-const defaultLease = 30 * time.Second
-
-func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
-	if err := validTaskType(o.TaskType); err != nil {
-		return o, err
-	}
-	if o.Holder == "" || len(o.Holder) > maxHolderLen {
-		return o, fmt.Errorf("%w: claim needs a Holder of 1 to %d bytes", ErrInvalidOption, maxHolderLen)
-	}
-	if o.Max <= 0 {
-		o.Max = 1
-	}
-	if o.Lease == 0 {
-		o.Lease = defaultLease
-	}
-	if err := q.checkLease(o.Lease); err != nil {
-		return o, err
-	}
-	if o.ScanLimit <= 0 {
-		o.ScanLimit = max(2*o.Max, 4)
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = 4 << 20
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 2 * time.Second
-	}
-	if len(o.Tag) > MaxTagLen {
-		return o, fmt.Errorf("%w: tag %q is over %d bytes", ErrInvalidOption, o.Tag, MaxTagLen)
-	}
-	if o.Lanes == nil {
-		o.Lanes = make([]int, q.lanes)
-		for i := range o.Lanes {
-			o.Lanes[i] = i
-		}
-	}
-	for _, l := range o.Lanes {
-		if l < 0 || l >= q.lanes {
-			return o, fmt.Errorf("%w: lane %d outside [0,%d)", ErrInvalidOption, l, q.lanes)
-		}
-	}
-	return o, nil
-}
-
-func (q *Queue) checkLease(d time.Duration) error {
-	if d < MinLease {
-		return fmt.Errorf("%w: %v is under %v, unsafe against FDB's 5 s transaction limit", ErrInvalidLease, d, MinLease)
-	}
-	if d > q.opts.MaxLease {
-		return fmt.Errorf("%w: %v is over the queue's MaxLease %v", ErrInvalidLease, d, q.opts.MaxLease)
-	}
-	return nil
-}
-
-// candidate is a vested schedule key seen by a claim's scan.
-type candidate struct {
-	key []byte
-	sk  schedKey
-	sv  schedValue
-}
-
-func (c candidate) exhausted() bool {
-	return c.sv.MaxAttempts > 0 && c.sv.Attempt >= c.sv.MaxAttempts
-}
-
-// corruptEntry is a vested entry of a lane that does not decode: its key
-// does not parse (parsed false), or its schedule value does not decode.
-type corruptEntry struct {
-	key, value []byte
-	sk         schedKey
-	parsed     bool
-	err        error
-}
-
-// Bounds of one claim transaction, besides MaxBytes (which counts the
-// payloads and checkpoints taken and the records rewritten).
-const (
-	// claimRewriteBytes caps the bytes a claim rewrites for the jobs it
-	// dead-letters and the entries it quarantines, whatever MaxBytes says,
-	// far under FDB's 10 MB; at least one is always handled.
-	claimRewriteBytes = 1 << 20
-	// claimRounds caps the round trips a claim spends reading records when
-	// some turn out corrupt and their slots are refilled.
-	claimRounds = 4
-	// deadLetterOverhead bounds what a dead letter writes besides the
-	// record: the dead-letter key, the counter, index clears, error text.
-	deadLetterOverhead = 4 << 10
-)
-
-// Claim leases up to opts.Max vested jobs of a task type from the given
-// lanes. It scans every lane and priority with concurrent snapshot range
-// reads in one transaction, takes High before Normal before Low and older
-// before newer, and moves each taken job's schedule key to now + Lease with
-// a fresh lease token. Only the taken keys get read-conflict ranges, so
-// claims of different jobs never conflict; two claims of the same job
-// conflict and one fails, so two workers never both hold a live lease.
+// Claims from the zones layout (zone.go has the design).
 //
-// Keys: a snapshot range read of S(1,"s",type,lane) for each lane (and of
-// S(1,"s",type,lane,prio) for the lower priorities of a lane whose read
-// ended among future keys); snapshot reads of S(1,"j",id) and, for checkpointed jobs,
-// S(1,"c",id); per job taken: a read-conflict key, a clear and a set of
-// S(1,"s",...). A job whose attempts were all spent is dead-lettered instead
-// (see Fail), and the task type's DeadLetterHook, if set, runs in the claim's
-// transaction (deadhook.go).
-func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
-	opts, err := q.claimDefaults(opts)
+// A claim takes one lane from the task type's pointer index (acquire: read
+// a few pointers from a random place in the oldest vested second, pick one
+// at random, lease it), reads
+// the first Max+1+zclaimAllowance keys of that lane in vesting order, takes
+// the vested ones with per-job leases (clear the key, set it again at
+// now+Lease with a new token), and hands the lane back with its next
+// vesting time in the same transaction. It reads what it takes: about one
+// job key per job taken, plus the peeked pointers (1 + Peek, or 2 × Peek
+// per priority) and the picked lane's state, shared by the batch, whatever
+// the backlog.
+
+// zclaimAllowance is how many keys a lane read takes beyond Max+1, so that
+// a few exhausted or corrupt entries met on the way (dead-lettered or
+// quarantined, without a slot) do not shrink the batch.
+const zclaimAllowance = 3
+
+// ClaimZone leases up to opts.Max vested jobs of a task type from the zones
+// layout: it takes a lane from the pointer index (or continues on
+// opts.Pointer), takes that lane's vested jobs with per-job leases, and
+// hands the lane back with its next vesting time unless opts.Keep holds it.
+//
+// A lane holds jobs of one priority: acquire takes High lanes before
+// Normal before Low, and within a lane the longest vested job comes first. A job whose attempts were all spent by holders
+// that vanished is dead-lettered instead (and the task type's
+// DeadLetterHook runs in the claim's transaction); an entry that does not
+// decode is quarantined (S (1, "x", ...)) and never blocks the jobs behind
+// it. A lane leased in short-job mode (TaskTypeOptions.ShortJobs, not
+// Lapsed) is worked by takeShort instead.
+//
+// The result: Jobs taken; More when the lane still has vested jobs (come
+// back at once); Pointer when Keep held the lane (pass it as
+// opts.Pointer); NextVest, when no job was taken, the vesting time of the
+// earliest pointer seen (sleep until then), or now when the lane taken or
+// the pointers cleared as stale yielded nothing but another look may find
+// work; zero when the index holds no pointer.
+//
+// Round trips: the pointer index (one, two when the oldest vested second
+// moved on), then the picked lane's state and its keys together (a third
+// only when the first pick was stale, or a lapsed short-job lane is
+// counted), then the commit.
+//
+// Keys: acquire's (per priority two snapshot range reads of S (2, "p",
+// type, prio), the head and the oldest vested second, limited to Peek; a
+// snapshot read of the picked lane's state, a
+// read-conflict key on the chosen lane state, writes of it and its
+// pointer) or, with opts.Pointer, a read of its lane state; a snapshot
+// range read of Z (0, prio, lane) of at most Max+1+zclaimAllowance keys
+// and a snapshot read of Z (2); snapshot reads of Z (3, id) and Z (4, id)
+// for jobs whose payload or checkpoint is not inline; per job taken a
+// read-conflict key, a clear and a set of its key (and S (2, "i", id) when
+// trackable); a read-conflict range over the lane before its next vesting
+// time, and the lane state and pointer written or cleared (releaseLane).
+// In short-job mode, takeShort's keys instead; and a takeover of a lapsed
+// short-job lease first those of countLapsedShort.
+func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaimed, error) {
+	opts, err := q.zclaimDefaults(opts)
 	if err != nil {
-		return Claimed{}, err
+		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
-	var res Claimed
+	var res ZoneClaimed
 	now := q.Now()
 	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		if err := setClaimOptions(tr, opts); err != nil {
+		if err := setClaimOptions(tr, opts.ClaimOptions); err != nil {
 			return err
 		}
-		// The previous attempt may have committed: the jobs it
-		// dead-lettered are then gone from the scan, and its leases are
-		// this claim's (claiming again would strand them until they lapse).
+		// An earlier attempt may have committed: its dead letters are
+		// then gone from the lane, and its leases are this claim's.
 		var carried []ID
 		if maybeCommitted {
 			var err error
@@ -181,7 +84,7 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 				return err
 			}
 			if len(res.Jobs) > 0 {
-				mine, err := q.stillHeld(tr, res.Jobs)
+				mine, err := q.zclaimedBefore(tr, res)
 				if err != nil {
 					return err
 				}
@@ -191,8 +94,14 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 				}
 			}
 		}
-		r, err := q.claimTx(tr, opts, now)
+		r, err := q.claimZoneTx(tr, opts, now)
 		if err != nil {
+			if maybeCommitted && opts.Pointer != nil && IsPointerLost(err) {
+				// The earlier attempt handed the lane back; it took
+				// nothing still held.
+				res = ZoneClaimed{Claimed: Claimed{deadIDs: carried, DeadLettered: len(carried)}}
+				return nil
+			}
 			return err
 		}
 		r.deadIDs = append(r.deadIDs, carried...)
@@ -201,403 +110,450 @@ func (q *Queue) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 		return nil
 	})
 	if err != nil {
-		if kv.IsMaybeCommitted(err) && len(res.Jobs) > 0 {
-			q.releaseUnknown(ctx, res.Jobs, opts.Timeout)
+		if kv.IsMaybeCommitted(err) {
+			if opts.Pointer != nil {
+				// The caller held this lane before the claim and holds it
+				// still, whatever the claim did: in short-job mode the
+				// jobs it handed out earlier run under it, and handing it
+				// back would let another worker run them again at once.
+				// Only the caller may hand it back.
+				res.Pointer = nil
+			}
+			q.releaseZoneUnknown(ctx, res, opts.Timeout)
 		}
-		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	return res, nil
 }
 
-// releaseUnknown hands back the leases of a claim that ended without
-// knowing whether it committed (its context ended while a commit was in
-// flight, or its timeouts struck every recovery): nobody will run them, and
-// left leased they would lapse with an attempt spent, so that a job with one
-// attempt would be dead-lettered without ever running. A release spends no
-// attempt and changes nothing where the claim did not commit (the token
-// check fails). It runs on its own short deadline, since ctx may be over.
-func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Duration) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	acks := make([]Ack, len(ls))
-	for i, l := range ls {
-		acks[i] = Ack{Lease: l, Kind: AckRelease}
+// releaseZoneUnknown hands back what a claim whose outcome is unknown may
+// have taken (see releaseUnknown): its leases, and the lane it kept.
+// Where the claim did not commit the token checks fail and nothing
+// changes.
+func (q *Queue) releaseZoneUnknown(ctx context.Context, res ZoneClaimed, timeout time.Duration) {
+	if len(res.Jobs) > 0 {
+		q.releaseUnknown(ctx, res.Jobs, timeout)
 	}
-	// Lost leases are expected (the claim may not have committed); only a
-	// failed transaction leaves leases to lapse.
-	if res, err := q.Ack(rctx, acks...); err != nil && len(res) < len(acks) {
-		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
-			"jobs", len(ls), "err", err)
+	if res.Pointer != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		if err := q.ReleasePointer(rctx, *res.Pointer); err != nil && !IsPointerLost(err) {
+			q.opts.Logger.Warn("quick: could not hand back the lane of a claim whose outcome is unknown; it returns when its lease lapses",
+				"lane", res.Pointer.lane.String(), "err", err)
+		}
 	}
 }
 
-func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
-	o := tr.Options()
-	if err := o.SetTimeout(opts.Timeout.Milliseconds()); err != nil {
-		return err
+// zclaimDefaults fills in ClaimZone's defaults as claimDefaults does
+// (Lanes and ScanLimit do not apply) and checks opts.Pointer.
+func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
+	co := o.ClaimOptions
+	co.Lanes, co.ScanLimit = []int{}, 1
+	co, err := q.claimDefaults(co)
+	if err != nil {
+		return o, err
 	}
-	if opts.BatchPriority {
-		if err := o.SetPriorityBatch(); err != nil {
-			return err
+	co.Lanes, co.ScanLimit = nil, 0
+	o.ClaimOptions = co
+	if o.Peek < 0 {
+		return o, fmt.Errorf("%w: negative Peek %d", ErrInvalidOption, o.Peek)
+	}
+	if o.Peek == 0 {
+		o.Peek = defaultPeek
+	}
+	if p := o.Pointer; p != nil {
+		if p.token == 0 || p.lane.z.space.Bytes() == nil {
+			return o, fmt.Errorf("%w: the Pointer was not returned by ClaimZone", ErrInvalidOption)
+		}
+		if p.TaskType != o.TaskType {
+			return o, fmt.Errorf("%w: the Pointer is a lane of %q, not %q", ErrInvalidOption, p.TaskType, o.TaskType)
 		}
 	}
-	if opts.Tag != "" {
-		if err := o.SetTag(opts.Tag); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o, nil
 }
 
-// scanVested adds the vested keys of a lane scan to cands, and those that do
-// not decode to bad, and lowers next to the earliest future vesting time
-// seen. It returns the priority of the last key and whether that key is in
-// the future.
-func (q *Queue) scanVested(kvs []kv.KeyValue, nowMs int64, cands *[]candidate, bad *[]corruptEntry, next *int64) (Priority, bool) {
-	last, lastFuture := Priority(0), false
-	for _, p := range kvs {
-		sk, err := q.k.parseSched(p.Key)
+// zclaimedBefore returns the leases of an earlier attempt's result that
+// are this claim's: the per-job leases whose keys hold their tokens, or, for
+// jobs handed out in short-job mode, those whose keys hold their tokens if
+// the attempt's lane lease is held. A short hand-out writes nothing to the
+// job keys (their tokens stay what they were, but for a lapsed per-job
+// lease's, which it clears), so the keys alone do not tell: the lane state
+// must hold the attempt's token and deadline, and the lane's hand-out mark
+// the attempt's last job. Trusting the job keys there
+// took an attempt that never committed as this claim's, and its jobs ran
+// under a lane lease nobody held while another worker leased the lane and
+// handed them out again.
+//
+// Keys: for short-job mode, reads Z (1, prio, lane) and Z (5, prio, lane)
+// (serializable); then those of zstillHeld.
+func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, error) {
+	if p := res.Pointer; p != nil && p.Short && !p.Lapsed {
+		s, err := q.checkHold(tr, p)
+		if IsPointerLost(err) || err == nil && s.PtrMs != p.Deadline.UnixMilli() {
+			return nil, nil
+		}
 		if err != nil {
-			*bad = append(*bad, corruptEntry{key: p.Key, value: p.Value, err: err})
-			continue
+			return nil, err
 		}
-		last, lastFuture = sk.Priority, sk.VestMs > nowMs
-		if lastFuture {
-			if *next == 0 || sk.VestMs < *next {
-				*next = sk.VestMs
-			}
-			continue
+		// A hand-out commits its mark (takeShort): without it the attempt
+		// did not commit, and taking its jobs as handed out would leave
+		// their runs uncounted should this holder die.
+		last := res.Jobs[len(res.Jobs)-1]
+		v, err := tr.Get(p.lane.handoutKey()).Get()
+		if err != nil {
+			return nil, err
 		}
-		var sv schedValue
-		if err := sv.unmarshal(p.Value); err != nil {
-			*bad = append(*bad, corruptEntry{key: p.Key, value: p.Value, sk: sk, parsed: true, err: err})
-			continue
+		if tok, vestMs, id, ok := parseHandoutMark(v); !ok || tok != p.token || vestMs != last.zl.vestMs || id != last.ID {
+			return nil, nil
 		}
-		*cands = append(*cands, candidate{key: p.Key, sk: sk, sv: sv})
 	}
-	return last, lastFuture
+	return q.zstillHeld(tr, res.Jobs)
 }
 
-// deadAt returns the jobs among ids that were dead-lettered at now: by an
-// earlier attempt of this claim, since now is fixed per call.
-func (q *Queue) deadAt(tr kv.Transaction, ids []ID, now time.Time) ([]ID, error) {
-	fs := make([]kv.Future[[]byte], len(ids))
-	for i, id := range ids {
-		fs[i] = tr.Snapshot().Get(q.k.jobKey(id))
+// zstillHeld returns the zones leases whose keys hold their tokens.
+func (q *Queue) zstillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
+	fs := make([]kv.Future[[]byte], len(ls))
+	for i, l := range ls {
+		fs[i] = tr.Get(l.zl.lane.jobKey(l.zl.vestMs, l.ID))
 	}
-	var out []ID
+	var out []Lease
 	for i, f := range fs {
 		v, err := f.Get()
 		if err != nil {
 			return nil, err
 		}
-		var rec record
-		if v != nil && rec.unmarshal(v) == nil && rec.State == stateDead && rec.DeadAtMs == now.UnixMilli() {
-			out = append(out, ids[i])
-		}
-	}
-	return out, nil
-}
-
-// stillHeld returns the leases whose keys hold their tokens.
-func (q *Queue) stillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
-	fs := make([]kv.Future[[]byte], len(ls))
-	for i, l := range ls {
-		fs[i] = tr.Get(l.key)
-	}
-	var out []Lease
-	for i, f := range fs {
-		_, err := q.held(f, ls[i])
-		switch {
-		case err == nil:
+		var jv zjobValue
+		if v != nil && jv.unmarshal(v) == nil && jv.Token == ls[i].zl.v.Token {
 			out = append(out, ls[i])
-		case !IsLeaseLost(err):
-			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (q *Queue) claimTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Claimed, error) {
+// claimZoneTx is one attempt of ClaimZone.
+func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.Time) (ZoneClaimed, error) {
+	var res ZoneClaimed
+	var p PointerLease
+	var read *laneRead // the lane's keys, read beside its state by acquire
+	if opts.Pointer != nil {
+		p = *opts.Pointer
+		if !p.Short || p.Lapsed {
+			// A kept lane claimed with per-job leases: read its keys beside
+			// its state, one round trip instead of two per claim of a
+			// drain (takeShort reads from the holder's cursor instead).
+			read = q.readLane(tr, opts, p.lane, false, now)
+		}
+		s, err := q.checkHold(tr, &p)
+		if err != nil {
+			if derr := read.discard(); derr != nil {
+				return res, derr
+			}
+			return res, err
+		}
+		// The lane stays this worker's for another PointerLease, renewed
+		// only once half of it is spent: a renewal writes the lane state,
+		// which every short-job ack of the lane reads serializably, so
+		// renewing on every claim made the lane's acks in flight conflict
+		// (0.01-0.02 conflicts per job, measured with the worker's drain
+		// benchmark) for no gain.
+		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 {
+			old := s.PtrMs
+			deadline := now.Add(q.opts.PointerLease).Truncate(time.Millisecond)
+			s.PtrMs = deadline.UnixMilli()
+			q.movePointer(tr, p.lane, old, s)
+			p.Deadline = deadline
+		} else {
+			p.Deadline = time.UnixMilli(s.PtrMs)
+		}
+	} else {
+		short := q.opts.TaskTypes[opts.TaskType].ShortJobs
+		var found bool
+		var nextMs int64
+		var err error
+		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
+		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now, pre)
+		if err != nil {
+			return res, err
+		}
+		if !found {
+			if nextMs > 0 {
+				res.NextVest = time.UnixMilli(nextMs)
+			}
+			return res, nil
+		}
+		if p.Lapsed && p.lapsedShort != 0 {
+			// The lapsed holder's hand-outs ran, uncounted: count them
+			// before the per-job claim below takes them. It rewrites job
+			// keys of the lane, which the lane read issued before does
+			// not show: the claim reads the lane again.
+			if err := read.discard(); err != nil {
+				return res, err
+			}
+			read = nil
+			if err := q.countLapsedShort(tr, &p); err != nil {
+				return res, err
+			}
+		}
+	}
+	takeShort := p.Short && !p.Lapsed
+	if read != nil && read.short != takeShort {
+		// Read for the other kind of claim (a short-job lane taken over
+		// after its lease lapsed is claimed with per-job leases).
+		if err := read.discard(); err != nil {
+			return res, err
+		}
+		read = nil
+	}
+	var err error
+	if takeShort {
+		err = q.takeShort(tr, opts, &p, now, &res, read)
+	} else {
+		err = q.claimLane(tr, opts, &p, now, &res, read)
+	}
+	if err == nil && res.Pointer != nil {
+		// The claim keeps the lane: write the lease acquire took.
+		q.saveHold(tr, res.Pointer)
+	}
+	return res, err
+}
+
+// zcand is a vested job a lane read met.
+type zcand struct {
+	key []byte
+	jk  zjobKey
+	v   zjobValue
+	pf  kv.Future[[]byte] // Z (3, id), for a payload not inline
+	cf  kv.Future[[]byte] // Z (4, id), for a checkpoint not inline
+}
+
+// readLane issues the reads a claim makes of lane l: as takeShort reads a
+// fresh lane (short) or as claimLane does. acquire issues them beside the
+// lane's state.
+func (q *Queue) readLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, short bool, now time.Time) *laneRead {
+	snap := tr.Snapshot()
+	if short {
+		return &laneRead{l: l, short: true, rr: snap.GetRange(shortRange(l, nil, now.UnixMilli()), kv.RangeOptions{Limit: shortLimit(opts) + 1})}
+	}
+	return &laneRead{
+		l:    l,
+		rr:   snap.GetRange(l.laneRange(), kv.RangeOptions{Limit: opts.Max + 1 + zclaimAllowance}),
+		meta: snap.Get(l.z.metaKey()),
+	}
+}
+
+// claimLane takes the vested jobs of the lane p holds with per-job leases,
+// dead-letters the exhausted ones, quarantines what does not decode, and
+// hands the lane back (or keeps it: opts.Keep and More). read is the lane
+// read already in flight (readLane), or nil.
+func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed, read *laneRead) error {
+	l := p.lane
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
-	// One range read per lane covers its three priorities, which are
-	// consecutive ranges of the lane, High first. A read that ends among
-	// future keys of one priority (leased or delayed jobs) has not shown the
-	// lower priorities; they get a read each in a second round trip. An idle
-	// lane so costs one range read, not three.
+	limit := opts.Max + 1 + zclaimAllowance
+	if read == nil || read.short || read.l.lane != l.lane || read.l.prio != l.prio || string(read.l.z.space.Bytes()) != string(l.z.space.Bytes()) {
+		read = q.readLane(tr, opts, l, false, now)
+	}
+	rr, metaF := read.rr, read.meta
+	kvs, err := rr.GetSliceWithError()
+	if err != nil {
+		return err
+	}
 	var (
-		res   Claimed
-		cands []candidate
-		bad   []corruptEntry
-		next  int64
+		cands      []zcand
+		bad        []corruptEntry
+		runnable   int
+		future     = int64(-1) // vesting time of the first future key
+		leftVested bool        // a vested job was left for the next claim
 	)
-	limit := kv.RangeOptions{Limit: opts.ScanLimit}
-	first := make([]kv.RangeResult, len(opts.Lanes))
-	for i, lane := range opts.Lanes {
-		first[i] = snap.GetRange(q.k.laneAll(opts.TaskType, lane), limit)
-	}
-	var follow []kv.RangeResult
-	for i, rr := range first {
-		kvs, err := rr.GetSliceWithError()
-		if err != nil {
-			return Claimed{}, err
-		}
-		nbad := len(bad)
-		last, lastFuture := q.scanVested(kvs, nowMs, &cands, &bad, &next)
-		if len(kvs) < opts.ScanLimit {
+	for _, kvp := range kvs {
+		jk, perr := l.z.parseJobKey(kvp.Key)
+		if perr != nil {
+			bad = append(bad, corruptEntry{key: kvp.Key, value: kvp.Value, err: perr})
 			continue
 		}
-		// A full read with corrupt entries in it showed fewer jobs than the
-		// budget: they are quarantined below, and the caller comes back at
-		// once for what they hid.
-		if !lastFuture || len(bad) > nbad {
-			res.More = true
+		if jk.VestMs > nowMs {
+			future = jk.VestMs
+			break
 		}
-		if !lastFuture {
+		if runnable == opts.Max {
+			leftVested = true
+			break
+		}
+		var v zjobValue
+		if derr := v.unmarshal(kvp.Value); derr != nil {
+			bad = append(bad, corruptEntry{key: kvp.Key, value: kvp.Value, err: derr})
 			continue
 		}
-		for _, p := range priorities {
-			if p > last {
-				follow = append(follow, snap.GetRange(q.k.laneRange(opts.TaskType, opts.Lanes[i], p), limit))
-			}
+		if !v.exhausted() {
+			runnable++
 		}
+		c := zcand{key: kvp.Key, jk: jk, v: v}
+		if v.Flags&flagBlob != 0 {
+			c.pf = snap.Get(l.z.blobKey(jk.ID))
+		}
+		if v.hasCheckpoint() && v.Flags&flagCkptBlob != 0 {
+			c.cf = snap.Get(l.z.ckptKey(jk.ID))
+		}
+		cands = append(cands, c)
 	}
-	for _, rr := range follow {
-		kvs, err := rr.GetSliceWithError()
-		if err != nil {
-			return Claimed{}, err
-		}
-		nbad := len(bad)
-		if _, lastFuture := q.scanVested(kvs, nowMs, &cands, &bad, &next); len(kvs) == opts.ScanLimit && (!lastFuture || len(bad) > nbad) {
-			res.More = true
-		}
+	// A full read that saw no future key and left nothing behind has not
+	// seen the lane's end.
+	if len(kvs) == limit && future < 0 && !leftVested {
+		leftVested = true
 	}
-	if next != 0 {
-		res.NextVest = time.UnixMilli(next)
-	}
-	// High before Normal before Low; within a level, the longest vested
-	// first, so no job waits behind younger ones.
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i].sk, cands[j].sk
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
-		}
-		return a.VestMs < b.VestMs
-	})
 	b := claimBudget{max: opts.MaxBytes}
-	// The records of the corrupt schedule values are read with the first
-	// round's, in the same round trip.
-	badRecs := make([]kv.Future[[]byte], len(bad))
-	for i, e := range bad {
-		if e.parsed {
-			badRecs[i] = snap.Get(q.k.jobKey(e.sk.ID))
-		}
-	}
-	// Take candidates in order until Max runnable jobs are taken; the
-	// exhausted ones met on the way are dead-lettered rather than run. A
-	// candidate whose record is missing or corrupt costs no slot: the next
-	// round reads as many more.
-	pos := 0
-	for round := 0; pos < len(cands) && len(res.Jobs) < opts.Max && !b.full; round++ {
-		if round == claimRounds {
-			res.More = true
-			break
-		}
-		end, runnable := pos, 0
-		for end < len(cands) && runnable < opts.Max-len(res.Jobs) {
-			if !cands[end].exhausted() {
-				runnable++
-			}
-			end++
-		}
-		if err := q.claimRound(tr, snap, opts, now, cands[pos:end], &res, &b); err != nil {
-			return Claimed{}, err
-		}
-		pos = end
-	}
-	if pos < len(cands) || b.full {
-		res.More = true
-	}
-	for i, e := range bad {
-		if b.full {
-			res.More = true
-			break
-		}
-		if err := q.quarantineEntry(tr, now, e, badRecs[i], &b, &res); err != nil {
-			return Claimed{}, err
-		}
-	}
-	return res, nil
-}
-
-// claimBudget tracks what a claim has spent: payload and checkpoint bytes
-// taken plus record bytes rewritten against MaxBytes, and rewritten bytes
-// against claimRewriteBytes. full is set once something did not fit.
-type claimBudget struct {
-	max, spent, rewritten int
-	handled               bool // a job taken or an entry rewritten
-	full                  bool
-}
-
-// fits reports whether cost more bytes fit (rewrite: bytes written for a
-// dead letter or quarantine), and spends them if so. The first job or
-// rewrite always fits, so a claim always makes progress.
-func (b *claimBudget) fits(cost int, rewrite bool) bool {
-	if b.handled && (b.spent+cost > b.max || (rewrite && b.rewritten+cost > claimRewriteBytes)) {
-		b.full = true
-		return false
-	}
-	b.handled = true
-	b.spent += cost
-	if rewrite {
-		b.rewritten += cost
-	}
-	return true
-}
-
-// claimRound reads the records of a slice of candidates in one round trip
-// and takes, dead-letters or quarantines each, within the budget.
-func (q *Queue) claimRound(tr kv.Transaction, snap kv.ReadTransaction, opts ClaimOptions, now time.Time, cands []candidate, res *Claimed, b *claimBudget) error {
-	recs := make([]kv.Future[[]byte], len(cands))
-	ckpts := make([]kv.Future[[]byte], len(cands))
-	for i, c := range cands {
-		recs[i] = snap.Get(q.k.jobKey(c.sk.ID))
-		if c.sv.hasCheckpoint() {
-			ckpts[i] = snap.Get(q.k.ckptKey(c.sk.ID))
-		}
-	}
-	for i, c := range cands {
-		rv, err := recs[i].Get()
+	deadline := now.Add(opts.Lease)
+	leaseMs := deadline.UnixMilli()
+	var taken []zjobKey
+	var last []byte // the last job key taken or dead-lettered
+	for _, c := range cands {
+		ok, err := q.takeZoneJob(tr, opts, l, now, deadline, c, &b, res)
 		if err != nil {
 			return err
 		}
-		var ck []byte
-		if ckpts[i] != nil {
-			if ck, err = ckpts[i].Get(); err != nil {
-				return err
-			}
+		if !ok {
+			leftVested = true
+			break
 		}
-		if rv == nil {
-			// A schedule key without its record cannot be run; clear it so
-			// scans stop paying for it.
-			q.opts.Logger.Warn("quick: clearing a schedule key whose job record is missing", "id", c.sk.ID)
-			if err := q.conflictOn(tr, c.key); err != nil {
-				return err
-			}
-			tr.Clear(c.key)
+		last = c.key
+		if c.v.exhausted() {
 			continue
 		}
-		var rec record
-		if derr := rec.unmarshal(rv); derr != nil {
-			if !b.fits(len(rv)+len(c.key)+quarantineOverhead, true) {
-				return nil
-			}
-			if err := q.conflictOn(tr, c.key); err != nil {
-				return err
-			}
-			q.quarantineRecord(tr, now, c.key, c.sk, &c.sv, rv, derr)
-			res.deadIDs = append(res.deadIDs, c.sk.ID)
-			continue
-		}
-		if c.exhausted() {
-			// Dead-lettering rewrites the record: its bytes count.
-			if !b.fits(len(rv)+len(c.key)+deadLetterOverhead, true) {
-				return nil
-			}
-			if err := q.conflictOn(tr, c.key); err != nil {
-				return err
-			}
-			reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.sv.MaxAttempts)
-			q.deadLetterTx(tr, now, c.key, c.sk.ID, c.sv, &rec, reason)
-			if err := q.runDeadHook(tr, opts.TaskType, c.sk.ID, rec.Payload, reason); err != nil {
-				return err
-			}
-			res.deadIDs = append(res.deadIDs, c.sk.ID)
-			continue
-		}
-		if !b.fits(len(rec.Payload)+len(ck), false) {
-			return nil
-		}
-		if err := q.conflictOn(tr, c.key); err != nil {
-			return err
-		}
-		sv := c.sv
-		sv.Attempt++
-		sv.Token = newToken()
-		sv.Holder = opts.Holder
-		sv.LeasedAtMs = now.UnixMilli()
-		deadline := now.Add(opts.Lease)
-		key, lane, vestMs := q.k.place(opts.TaskType, c.sk.Priority, deadline, c.sk.ID, q.lanes)
-		tr.Clear(c.key)
-		tr.Set(key, sv.marshal())
-		tr.Set(q.k.leaseKey(c.sk.ID), encodeLeaseIndex(vestMs))
-		res.Jobs = append(res.Jobs, Lease{
-			ID: c.sk.ID, TaskType: opts.TaskType, Priority: c.sk.Priority, ItemSpace: rec.ItemSpace,
-			Payload: rec.Payload, Checkpoint: ck, Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
-			CreatedAt: time.UnixMilli(rec.CreatedAtMs), VestedAt: time.UnixMilli(c.sk.VestMs),
-			Deadline: deadline.Truncate(time.Millisecond), Holder: opts.Holder, LastError: rec.LastError,
-			key: key, lane: lane, sv: sv,
-		})
+		taken = append(taken, c.jk)
 	}
-	return nil
-}
-
-// conflictOn makes the claim conflict with any other transaction that
-// moves or removes the key it is about to move (its scan read it through a
-// snapshot, which adds no conflict range): two claims of one job conflict,
-// and one fails.
-func (q *Queue) conflictOn(tr kv.Transaction, key []byte) error {
-	if mutant.On("quick.conflict-range") {
-		return nil
-	}
-	return tr.AddReadConflictKey(key)
-}
-
-// quarantineEntry moves a corrupt schedule entry out of the schedule,
-// within the budget.
-func (q *Queue) quarantineEntry(tr kv.Transaction, now time.Time, e corruptEntry, recF kv.Future[[]byte], b *claimBudget, res *Claimed) error {
-	if !e.parsed {
+	for _, e := range bad {
 		if !b.fits(2*len(e.key)+len(e.value)+quarantineOverhead, true) {
-			return nil
+			leftVested = true
+			break
 		}
 		if err := q.conflictOn(tr, e.key); err != nil {
 			return err
 		}
 		q.quarantineRaw(tr, now, e.key, e.value, e.err)
-		return nil
 	}
-	rv, err := recF.Get()
-	if err != nil {
-		return err
+	res.More = leftVested
+	if len(res.Jobs) == 0 && !res.More {
+		// The lane's pointer vested before its jobs (a lease renewed or a
+		// job moved later): other lanes may have work, look again now.
+		res.NextVest = now
 	}
-	if !b.fits(len(rv)+len(e.key)+quarantineOverhead, true) {
-		return nil
-	}
-	if err := q.conflictOn(tr, e.key); err != nil {
-		return err
-	}
-	var rec record
-	switch derr := rec.unmarshal(rv); {
-	case rv == nil:
-		q.opts.Logger.Warn("quick: clearing a corrupt schedule key whose job record is missing", "id", e.sk.ID, "err", e.err)
-		tr.Clear(e.key)
-	case derr != nil:
-		q.quarantineRecord(tr, now, e.key, e.sk, nil, rv, fmt.Errorf("%w; and its schedule value: %w", derr, e.err))
-		res.deadIDs = append(res.deadIDs, e.sk.ID)
-	default:
-		q.opts.Logger.Warn("quick: dead-lettering a job whose schedule value does not decode", "id", e.sk.ID, "err", e.err)
-		sv := schedValue{Attempt: rec.Attempts, MaxAttempts: rec.MaxAttempts, UniqueKey: rec.UniqueKey}
-		q.deadLetterTx(tr, now, e.key, e.sk.ID, sv, &rec, fmt.Sprintf("quarantined: its schedule value does not decode (%v)", e.err))
-		res.deadIDs = append(res.deadIDs, e.sk.ID)
-	}
-	return nil
-}
-
-func newToken() uint64 {
-	for {
-		if t := rand.Uint64(); t != 0 {
-			return t
+	if res.More {
+		n, err := q.growZone(tr, l, metaF, taken, nowMs)
+		if err != nil {
+			return err
+		}
+		if !b.full && zoneBacklogged(taken, nowMs) && !splitBefore(cands) && !q.opts.TaskTypes[opts.TaskType].ShortJobs {
+			left, fut, err := q.splitLane(tr, opts, l, n, last, now, &b)
+			if err != nil {
+				return err
+			}
+			if !left {
+				// The split took every vested job the lane had left: it
+				// goes back to its next vesting time, and the chunk's new
+				// lane has work now.
+				res.More, future = false, fut
+				res.NextVest = now
+			}
 		}
 	}
+	if opts.Keep && res.More {
+		kept := *p
+		res.Pointer = &kept
+		return nil
+	}
+	next := int64(-1)
+	switch {
+	case res.More:
+		next = nowMs
+	case future >= 0 && len(taken) > 0:
+		next = min(future, leaseMs)
+	case future >= 0:
+		next = future
+	case len(taken) > 0:
+		next = leaseMs
+	}
+	var readBefore []byte
+	if next >= 0 {
+		readBefore = l.jobKey(next, ID{})
+	}
+	return q.releaseLane(tr, p, next, readBefore)
+}
+
+// takeZoneJob leases one vested job (or dead-letters it when its attempts
+// are spent), within the budget; false when it did not fit.
+func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, now, deadline time.Time, c zcand, b *claimBudget, res *ZoneClaimed) (bool, error) {
+	payload, ckpt := c.v.Payload, c.v.Checkpoint
+	var err error
+	if c.pf != nil {
+		if payload, err = c.pf.Get(); err != nil {
+			return false, err
+		}
+	}
+	if c.cf != nil {
+		if ckpt, err = c.cf.Get(); err != nil {
+			return false, err
+		}
+	}
+	id := c.jk.ID
+	if c.v.exhausted() {
+		if !b.fits(len(payload)+len(ckpt)+len(c.key)+deadLetterOverhead, true) {
+			return false, nil
+		}
+		if err := q.conflictOn(tr, c.key); err != nil {
+			return false, err
+		}
+		reason := fmt.Sprintf("lease expired on the last of %d attempts (its holders vanished)", c.v.MaxAttempts)
+		payload = clone(payload)
+		if err := q.zoneDeadLetterTx(tr, now, l, c.key, c.jk, c.v, reason); err != nil {
+			return false, err
+		}
+		if err := q.runDeadHook(tr, l.z.taskType, id, payload, reason); err != nil {
+			return false, err
+		}
+		res.deadIDs = append(res.deadIDs, id)
+		return true, nil
+	}
+	if !b.fits(len(payload)+len(ckpt), false) {
+		return false, nil
+	}
+	if err := q.conflictOn(tr, c.key); err != nil {
+		return false, err
+	}
+	// The value aliases the read's buffer: the lease gets its own copies.
+	payload, ckpt = clone(payload), clone(ckpt)
+	v := c.v
+	if v.Flags&flagBlob == 0 {
+		v.Payload = payload
+	}
+	if v.Flags&flagCkptBlob == 0 {
+		v.Checkpoint = ckpt
+	}
+	v.Attempt++
+	v.Token = newToken()
+	v.Holder = opts.Holder
+	v.LeasedAtMs = now.UnixMilli()
+	vestMs := deadline.UnixMilli()
+	tr.Clear(c.key)
+	tr.Set(l.jobKey(vestMs, id), v.marshal())
+	q.indexSet(tr, l, vestMs, id, v.Flags)
+	created := v.CreatedAtMs
+	if created == 0 {
+		created = id.Time().UnixMilli()
+	}
+	res.Jobs = append(res.Jobs, Lease{
+		ID: id, TaskType: l.z.taskType, Priority: l.prio, ItemSpace: l.z.itemSpace,
+		Payload: payload, Checkpoint: ckpt, Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts),
+		CreatedAt: time.UnixMilli(created), VestedAt: time.UnixMilli(c.jk.VestMs),
+		Deadline: deadline.Truncate(time.Millisecond), Holder: opts.Holder, LastError: v.LastError,
+		lane: l.lane, zl: &zoneLease{lane: l, vestMs: vestMs, v: v},
+	})
+	return true, nil
+}
+
+// clone copies b (nil stays nil).
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }

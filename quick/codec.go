@@ -1,7 +1,6 @@
 package quick
 
 import (
-	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -9,201 +8,204 @@ import (
 	"github.com/quickfdb/quickfdb/internal/wire"
 )
 
-// Values are hand-written protobuf (protowire): compact (a typical schedule
-// value is under 40 bytes, a record with a 100-byte payload about 150),
-// about ten times faster than JSON, and forward compatible because unknown
-// fields are skipped. docs/design.md has the measurements.
+// The zones layout keeps the whole job in its key's value (zjobValue), so a
+// job costs one set to enqueue, a clear and a set to claim and one clear to
+// complete: the floor of a queue whose claim is a move (docs/design.md,
+// "Cost per job"). Payloads and checkpoints over InlinePayload bytes are
+// kept once under Z (3, id) and Z (4, id) instead, so a claim does not
+// rewrite them.
 
-// ErrCorrupt is wrapped by every decoding error: a value under the queue's
-// subspace that does not decode.
-var ErrCorrupt = errors.New("quick: corrupt value")
+// InlinePayload is the largest payload (and checkpoint) kept in the job key's
+// value in the zones layout; larger ones are written once beside it.
+const InlinePayload = 1024
 
-// schedValue is the value of a schedule key: the small part of a job that
-// moves with every claim and lease extension.
-type schedValue struct {
-	Attempt     int64  // runs started, counted at claim
-	Token       uint64 // lease token; 0 when not leased
-	Holder      string // worker holding the lease
+// Flags of a zones-layout job, beside flagCheckpoint and flagWaitable.
+const (
+	// flagBlob: the payload is under Z (3, id), not inline.
+	flagBlob = 1 << 2
+	// flagCkptBlob: the checkpoint is under Z (4, id), not inline.
+	flagCkptBlob = 1 << 3
+	// flagTrackable: the job has a lookup index S (2, "i", id), kept at
+	// every move, so Get, Cancel and RunNow find it by ID.
+	flagTrackable = 1 << 4
+	// flagZones marks a record (a dead letter) of a zones-layout job, so
+	// that Requeue places it back into its zone.
+	flagZones = 1 << 5
+	// flagSplit: a claim moved the job out of its lane once already
+	// (split.go); it is not moved again, and a lane of such jobs is not
+	// split.
+	flagSplit = 1 << 6
+)
+
+// zjobValue is the value of a zones-layout job key.
+type zjobValue struct {
+	Payload     []byte // inline payload (flagBlob unset)
+	Attempt     int64  // runs started
+	Token       uint64 // lease token; 0 when pending
+	Holder      string
 	LeasedAtMs  int64
 	MaxAttempts int64
 	Flags       uint64
 	UniqueKey   string
+	LastError   string
+	Checkpoint  []byte // inline checkpoint (flagCheckpoint set, flagCkptBlob unset)
+	// CreatedAtMs is when the job was enqueued, kept only when it differs
+	// from its ID's time (IDs given by the caller).
+	CreatedAtMs int64
 }
 
-const (
-	flagCheckpoint = 1 << 0
-	// flagWaitable marks a job whose outcome is recorded when it finishes
-	// (wait.go); set in the schedule value and the record alike.
-	flagWaitable = 1 << 1
-)
+func (v *zjobValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
-func (v *schedValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
-
-func (v *schedValue) marshal() []byte {
-	b := make([]byte, 0, 32+len(v.Holder)+len(v.UniqueKey))
-	b = wire.AppendVarint(b, 1, uint64(v.Attempt))
+func (v *zjobValue) marshal() []byte {
+	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint))
+	b = wire.AppendBytes(b, 1, v.Payload)
+	b = wire.AppendVarint(b, 2, uint64(v.Attempt))
 	if v.Token != 0 {
-		b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
+		b = protowire.AppendTag(b, 3, protowire.Fixed64Type)
 		b = protowire.AppendFixed64(b, v.Token)
 	}
-	b = wire.AppendString(b, 3, v.Holder)
-	b = wire.AppendVarint(b, 4, uint64(v.LeasedAtMs))
-	b = wire.AppendVarint(b, 5, uint64(v.MaxAttempts))
-	b = wire.AppendVarint(b, 6, v.Flags)
-	b = wire.AppendString(b, 7, v.UniqueKey)
+	b = wire.AppendString(b, 4, v.Holder)
+	b = wire.AppendVarint(b, 5, uint64(v.LeasedAtMs))
+	b = wire.AppendVarint(b, 6, uint64(v.MaxAttempts))
+	b = wire.AppendVarint(b, 7, v.Flags)
+	b = wire.AppendString(b, 8, v.UniqueKey)
+	b = wire.AppendString(b, 9, v.LastError)
+	b = wire.AppendBytes(b, 10, v.Checkpoint)
+	b = wire.AppendVarint(b, 11, uint64(v.CreatedAtMs))
 	return b
 }
 
-func (v *schedValue) unmarshal(b []byte) error {
-	*v = schedValue{}
+func (v *zjobValue) unmarshal(b []byte) error {
+	*v = zjobValue{}
 	return walkValue(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
 		switch num {
 		case 1:
-			v.Attempt = int64(x)
+			v.Payload = raw
 		case 2:
+			v.Attempt = int64(x)
+		case 3:
 			if typ != protowire.Fixed64Type {
 				return fmt.Errorf("%w: token has wire type %d", ErrCorrupt, typ)
 			}
 			v.Token = x
-		case 3:
-			v.Holder = string(raw)
 		case 4:
-			v.LeasedAtMs = int64(x)
+			v.Holder = string(raw)
 		case 5:
-			v.MaxAttempts = int64(x)
+			v.LeasedAtMs = int64(x)
 		case 6:
-			v.Flags = x
+			v.MaxAttempts = int64(x)
 		case 7:
+			v.Flags = x
+		case 8:
 			v.UniqueKey = string(raw)
+		case 9:
+			v.LastError = string(raw)
+		case 10:
+			v.Checkpoint = raw
+		case 11:
+			v.CreatedAtMs = int64(x)
 		}
 		return nil
 	})
 }
 
-// jobState is kept in the record: the schedule key says the rest.
-type jobState uint64
+// exhausted reports whether every attempt of the job has been spent.
+func (v *zjobValue) exhausted() bool { return v.MaxAttempts > 0 && v.Attempt >= v.MaxAttempts }
 
-const (
-	stateActive jobState = 0
-	stateDead   jobState = 1
-)
-
-// record is the value of a job's record, keyed by job ID. It is written at
-// enqueue and when the job is re-placed (fail, snooze, release, requeue),
-// never by a claim or a lease extension.
-type record struct {
-	TaskType    string
-	Priority    int64
-	ItemSpace   string
-	Payload     []byte
-	MaxAttempts int64
-	UniqueKey   string
-	CreatedAtMs int64
-	PlacedAtMs  int64 // vesting time of the last placement
-	PlacedLane  int64
-	LastError   string
-	State       jobState
-	DeadAtMs    int64
-	Attempts    int64 // runs started, as of the last re-placement
-	Flags       uint64
-	// RequeuedAtMs is when the job was last taken out of the dead letters,
-	// so a Requeue retried after commit_unknown_result finds its own.
-	RequeuedAtMs int64
-	// Quarantined marks a dead letter made from a record that did not
-	// decode: it holds no payload, so it cannot be requeued. The raw bytes
-	// are kept under S(1,"x",...).
-	Quarantined bool
+// laneState is the value of Z (1, prio, lane): where the lane's pointer is
+// (PtrMs) and, while a worker leases the lane, its token and name. A lane
+// holding any job key has a lane state and a pointer; while the lane is not
+// leased the pointer vests no later than the lane's earliest key.
+type laneState struct {
+	PtrMs  int64
+	Token  uint64 // nonzero while leased: the lease ends at PtrMs
+	Holder string
+	// Short is set while the holder runs the lane's jobs without per-job
+	// leases (short-job mode): only the lane lease protects them.
+	Short bool
 }
 
-func (r *record) marshal() []byte {
-	b := make([]byte, 0, 48+len(r.TaskType)+len(r.ItemSpace)+len(r.Payload)+len(r.UniqueKey)+len(r.LastError))
-	b = wire.AppendString(b, 1, r.TaskType)
-	b = wire.AppendVarint(b, 2, uint64(r.Priority))
-	b = wire.AppendString(b, 3, r.ItemSpace)
-	if len(r.Payload) > 0 {
-		b = protowire.AppendTag(b, 4, protowire.BytesType)
-		b = protowire.AppendBytes(b, r.Payload)
+func (s *laneState) leased() bool { return s.Token != 0 }
+
+func (s *laneState) marshal() []byte {
+	b := make([]byte, 0, 24+len(s.Holder))
+	b = wire.AppendVarint(b, 1, uint64(s.PtrMs))
+	if s.Token != 0 {
+		b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, s.Token)
 	}
-	b = wire.AppendVarint(b, 5, uint64(r.MaxAttempts))
-	b = wire.AppendString(b, 6, r.UniqueKey)
-	b = wire.AppendVarint(b, 7, uint64(r.CreatedAtMs))
-	b = wire.AppendVarint(b, 8, uint64(r.PlacedAtMs))
-	b = wire.AppendVarint(b, 9, uint64(r.PlacedLane))
-	b = wire.AppendString(b, 10, r.LastError)
-	b = wire.AppendVarint(b, 11, uint64(r.State))
-	b = wire.AppendVarint(b, 12, uint64(r.DeadAtMs))
-	b = wire.AppendVarint(b, 13, uint64(r.Attempts))
-	b = wire.AppendVarint(b, 14, r.Flags)
-	b = wire.AppendVarint(b, 15, uint64(r.RequeuedAtMs))
-	if r.Quarantined {
-		b = wire.AppendVarint(b, 16, 1)
+	b = wire.AppendString(b, 3, s.Holder)
+	if s.Short {
+		b = wire.AppendVarint(b, 4, 1)
 	}
 	return b
 }
 
-func (r *record) unmarshal(b []byte) error {
-	*r = record{}
+func (s *laneState) unmarshal(b []byte) error {
+	*s = laneState{}
 	return walkValue(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
 		switch num {
 		case 1:
-			r.TaskType = string(raw)
+			s.PtrMs = int64(x)
 		case 2:
-			r.Priority = int64(x)
+			if typ != protowire.Fixed64Type {
+				return fmt.Errorf("%w: lane token has wire type %d", ErrCorrupt, typ)
+			}
+			s.Token = x
 		case 3:
-			r.ItemSpace = string(raw)
+			s.Holder = string(raw)
 		case 4:
-			r.Payload = append([]byte(nil), raw...)
-		case 5:
-			r.MaxAttempts = int64(x)
-		case 6:
-			r.UniqueKey = string(raw)
-		case 7:
-			r.CreatedAtMs = int64(x)
-		case 8:
-			r.PlacedAtMs = int64(x)
-		case 9:
-			r.PlacedLane = int64(x)
-		case 10:
-			r.LastError = string(raw)
-		case 11:
-			r.State = jobState(x)
-		case 12:
-			r.DeadAtMs = int64(x)
-		case 13:
-			r.Attempts = int64(x)
-		case 14:
-			r.Flags = x
-		case 15:
-			r.RequeuedAtMs = int64(x)
-		case 16:
-			r.Quarantined = x != 0
+			s.Short = x != 0
 		}
 		return nil
 	})
 }
 
-// walkValue walks a stored value's fields, reporting garbage as ErrCorrupt.
-func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error) error {
-	if err := wire.Walk(b, field); err != nil {
-		if errors.Is(err, wire.ErrMalformed) {
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-		return err
-	}
-	return nil
+// pointerValue is the value of a pointer index entry: the zone it points to,
+// so a worker that picks the entry finds the zone's keys.
+type pointerValue struct {
+	Zone      []byte // the zone's key prefix
+	ItemSpace string
 }
 
-// The lease index S(1,"l",id) holds the vesting time of a claimed job's
-// schedule key; the lane follows from it (laneOf).
-func encodeLeaseIndex(vestMs int64) []byte { return wire.AppendVarint(nil, 1, uint64(vestMs)) }
+func (p *pointerValue) marshal() []byte {
+	b := make([]byte, 0, 8+len(p.Zone)+len(p.ItemSpace))
+	b = wire.AppendBytes(b, 1, p.Zone)
+	b = wire.AppendString(b, 2, p.ItemSpace)
+	return b
+}
 
-func decodeLeaseIndex(b []byte) (int64, error) {
-	var ms int64
+func (p *pointerValue) unmarshal(b []byte) error {
+	*p = pointerValue{}
+	return walkValue(b, func(num protowire.Number, _ protowire.Type, raw []byte, _ uint64) error {
+		switch num {
+		case 1:
+			p.Zone = append([]byte(nil), raw...)
+		case 2:
+			p.ItemSpace = string(raw)
+		}
+		return nil
+	})
+}
+
+// zoneMeta is the value of Z (2): how many lanes new jobs of the zone are
+// spread over. Missing means Options.ZoneLanes.
+type zoneMeta struct {
+	Lanes int64
+}
+
+func (m *zoneMeta) marshal() []byte { return wire.AppendVarint(nil, 1, uint64(m.Lanes)) }
+
+func (m *zoneMeta) unmarshal(b []byte) error {
+	*m = zoneMeta{}
 	err := walkValue(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
 		if num == 1 {
-			ms = int64(x)
+			m.Lanes = int64(x)
 		}
 		return nil
 	})
-	return ms, err
+	if err == nil && (m.Lanes < 0 || m.Lanes > maxZoneLanes) {
+		return fmt.Errorf("%w: zone meta has %d lanes", ErrCorrupt, m.Lanes)
+	}
+	return err
 }

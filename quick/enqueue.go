@@ -2,166 +2,162 @@ package quick
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// NewJob describes a job to enqueue.
-type NewJob struct {
-	// ID identifies the job. Leave it zero to have one generated; inside
-	// your own transaction, generate it once with NewID outside your retry
-	// loop so a retry after commit_unknown_result finds the first attempt's
-	// job instead of creating a second.
-	ID       ID
-	TaskType string
-	Payload  []byte
-	// Priority defaults to Normal.
-	Priority Priority
-	// RunAt delays the job until a time; Delay until a duration from now.
-	// Set at most one; neither means now.
-	RunAt time.Time
-	Delay time.Duration
-	// ItemSpace names the tenant the job belongs to, for inspection.
-	ItemSpace string
-	// MaxAttempts bounds the runs of the job before it is dead-lettered;
-	// zero means the queue's default.
-	MaxAttempts int
-	// UniqueKey makes the job unique among the task type's pending and
-	// running jobs: while one with this key exists, enqueueing another
-	// returns the first.
-	UniqueKey string
-	// Waitable records the job's outcome when it finishes (completed,
-	// dead-lettered or cancelled), for Wait and Outcome, until
-	// Options.OutcomeRetention after its creation. It costs one more key
-	// written by the transaction that finishes the job; jobs without it pay
-	// nothing. Options.WaitableTypes makes every job of a task type waitable.
-	Waitable bool
-}
-
-// Enqueued is the outcome of enqueueing one job.
-type Enqueued struct {
-	ID ID
-	// Duplicate is set when no job was created because the ID was already
-	// enqueued (a retried enqueue) or the unique key is held by another
-	// pending or running job, whose ID is returned.
-	Duplicate bool
-	// RunAt is when the new job vests (zero for a duplicate).
-	RunAt time.Time
-}
-
-// job is a validated NewJob.
-type job struct {
-	NewJob
-	runAt time.Time
-}
-
-func (q *Queue) prepare(now time.Time, in NewJob) (job, error) {
-	j := job{NewJob: in}
-	if err := validTaskType(in.TaskType); err != nil {
-		return j, err
-	}
-	if len(in.Payload) > MaxPayloadSize {
-		return j, fmt.Errorf("%w: %d bytes, over %d (store large data elsewhere and enqueue its key)", ErrPayloadTooLarge, len(in.Payload), MaxPayloadSize)
-	}
-	if in.Delay < 0 {
-		return j, fmt.Errorf("%w: negative delay %v", ErrInvalidDelay, in.Delay)
-	}
-	if in.Delay > 0 && !in.RunAt.IsZero() {
-		return j, fmt.Errorf("%w: set RunAt or Delay, not both", ErrInvalidDelay)
-	}
-	p, err := in.Priority.normalize()
-	if err != nil {
-		return j, err
-	}
-	j.Priority = p
-	if in.MaxAttempts < 0 {
-		return j, fmt.Errorf("%w: MaxAttempts %d is negative", ErrInvalidOption, in.MaxAttempts)
-	}
-	if in.MaxAttempts == 0 {
-		j.MaxAttempts = q.opts.MaxAttempts
-		if k := q.opts.TaskTypes[in.TaskType].MaxAttempts; k > 0 {
-			j.MaxAttempts = k
-		}
-	}
-	if len(in.UniqueKey) > MaxUniqueKeyLen {
-		return j, fmt.Errorf("%w: unique key of %d bytes, over %d", ErrInvalidOption, len(in.UniqueKey), MaxUniqueKeyLen)
-	}
-	if len(in.ItemSpace) > MaxItemSpaceLen {
-		return j, fmt.Errorf("%w: item space of %d bytes, over %d", ErrInvalidOption, len(in.ItemSpace), MaxItemSpaceLen)
-	}
-	switch {
-	case !in.RunAt.IsZero():
-		j.runAt = in.RunAt
-	default:
-		j.runAt = now.Add(in.Delay)
-	}
-	if in.ID.IsZero() {
-		j.ID = NewID(now)
-	} else if err := q.checkID(now, in.ID); err != nil {
-		return j, err
-	}
-	return j, nil
-}
-
-// checkID refuses IDs whose enqueue marker could be purged while a retry may
-// still come: the marker lives IdempotencyWindow after the ID's time.
-func (q *Queue) checkID(now time.Time, id ID) error {
-	if !id.isV7() {
-		return fmt.Errorf("%w: %s is not a version 7 UUID (make IDs with quick.NewID)", ErrInvalidID, id)
-	}
-	if age := now.Sub(id.Time()); age > q.opts.IdempotencyWindow/2 {
-		return fmt.Errorf("%w: %s was made %v ago, over half the idempotency window %v (make the ID just before enqueueing)", ErrInvalidID, id, age.Round(time.Second), q.opts.IdempotencyWindow)
-	}
-	return nil
-}
-
-// EnqueueTx enqueues jobs inside the caller's transaction: they commit with
-// the caller's own writes or not at all. The caller owns the retry loop, so
-// give each job an ID made once outside it (NewJob.ID): a retry then returns
-// the job the first attempt created, even if that attempt committed and the
-// job has since run. Jobs without an ID get a fresh one per call.
+// Enqueue into the zones layout (Options.Layout == LayoutZones).
 //
-// Keys: reads S(1,"j",id), S(1,"m",id) and S(1,"u",type,key) when a unique
-// key is set; writes S(1,"s",...), S(1,"j",id), S(1,"m",id), and
-// S(1,"u",type,key) for unique jobs. Until this process has seen a task
-// type registered it also reads S(1,"t",type) (snapshot) and sets it.
-// With LayoutZones the jobs go to their zones instead (zenqueue.go): one
-// key per job, one marker S(2,"m",id) per call named by its first job
-// given an ID; a call whose marker is stored returns those jobs as
-// duplicates.
-func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error) {
-	now := q.Now()
-	prepared := make([]job, len(jobs))
-	for i, in := range jobs {
-		j, err := q.prepare(now, in)
-		if err != nil {
-			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
-		}
-		prepared[i] = j
-	}
-	if q.opts.Layout == LayoutZones {
-		return q.zenqueueTxCall(tr, now, jobs, prepared)
-	}
-	return q.enqueueTx(tr, now, prepared, nil)
+// A job is one key, Z (0, prio, lane, vestMs, id), whose value (zjobValue)
+// holds everything a claim needs, payload included up to InlinePayload
+// bytes: enqueue costs one set per job. The lane is laneOfID(id, n), where n
+// is the zone's lane count (zone meta Z (2), read through a snapshot, so
+// that resizing a zone never makes enqueues conflict), and the job keeps
+// that lane for life. Every lane a transaction places a job in is covered
+// (pointer.go): its lane state is read serializably and a pointer is
+// created or pulled earlier when needed.
+//
+// Idempotency costs one key per enqueue transaction, not per job: the
+// marker S (2, "m", id) named by the transaction's first job, written with
+// the jobs and read by every attempt (serializable). An attempt that finds
+// it knows that the same jobs were committed before (by an earlier attempt
+// of this call that reported commit_unknown_result, or by an earlier call
+// with the same IDs) and writes nothing. PurgeMarkers clears markers older
+// than IdempotencyWindow with one range clear. With
+// Options.AutomaticIdempotency, Enqueue's own transactions also set FDB's
+// automatic_idempotency, which resolves a lost commit reply in the client;
+// the marker stays, since the option leaves a timeout or cancellation
+// striking the commit unresolved.
+//
+// Unique keys stay where schema 1 keeps them, S (1, "u", type, key), with
+// the job ID as value. A zones job has no record to say whether it is
+// still pending, so its unique key is cleared by the transaction that
+// finishes the job (complete, dead letter, cancel): a unique key whose ID
+// has no record is held by a live zones job; one whose record is a dead
+// letter is free, as in schema 1.
+
+// zenqueueCall is what one attempt of an enqueue transaction needs besides
+// the jobs.
+type zenqueueCall struct {
+	// given[i] is set when job i's ID was fixed before the retry loop (by
+	// the caller, or by Enqueue): only such jobs can be recognised as
+	// committed by a retry.
+	given []bool
+	// noMarker: the transaction uses FDB's automatic idempotency instead.
+	noMarker bool
+	// prev is the outcome of an earlier attempt of this call that may have
+	// committed (nil otherwise), and prevKeys the job keys it wrote.
+	prev     []Enqueued
+	prevKeys [][]byte
+	// wrote collects the job keys this attempt writes.
+	wrote [][]byte
 }
 
-// enqueueTx writes jobs. prevWritten holds the IDs an earlier attempt of the
-// same call wrote when that attempt may have committed: finding one of them
-// stored is finding this call's own job, not a duplicate.
-func (q *Queue) enqueueTx(tr kv.Transaction, now time.Time, jobs []job, prevWritten map[ID]bool) ([]Enqueued, error) {
-	type reads struct {
-		rec, mark, uniq kv.Future[[]byte]
-	}
-	rs := make([]reads, len(jobs))
-	// Issue every read before waiting on any: one round trip for the batch.
+// markerID is the ID that names the call's marker: its first job with a
+// fixed ID. ok is false when no job has one (nothing to recognise).
+func (c *zenqueueCall) markerID(jobs []job) (ID, bool) {
 	for i, j := range jobs {
-		rs[i].rec = tr.Get(q.k.jobKey(j.ID))
-		rs[i].mark = tr.Get(q.k.markKey(j.ID))
+		if c.given[i] {
+			return j.ID, true
+		}
+	}
+	return ID{}, false
+}
+
+// zenqueue is Enqueue in the zones layout: batches of about
+// enqueueBatchBytes, each in its own transaction.
+func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]Enqueued, error) {
+	var out []Enqueued
+	for start := 0; start < len(prepared); {
+		end, size := start, 0
+		for end < len(prepared) && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
+			size += jobBytes(prepared[end])
+			end++
+		}
+		batch := prepared[start:end]
+		given := make([]bool, len(batch))
+		for i := range given {
+			given[i] = true // fixed by prepare, before the loop
+		}
+		var res []Enqueued
+		var wrote [][]byte
+		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
+			// The marker stays even with FDB's automatic idempotency: the
+			// option resolves a lost commit reply (1021), not a timeout or
+			// a cancellation that strikes the commit in flight (1031,
+			// 1025), and a retry that then misses its own keys (a worker
+			// claimed the job meanwhile) would enqueue it twice
+			// (TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed).
+			q.setAutomaticIdempotency(tr)
+			call := zenqueueCall{given: given}
+			if maybeCommitted {
+				call.prev, call.prevKeys = res, wrote
+			}
+			r, err := q.zenqueueTx(tr, now, batch, &call)
+			if err != nil {
+				return err
+			}
+			// Kept only from attempts that ran to their commit: one of
+			// them is what a later attempt may find committed.
+			res, wrote = r, call.wrote
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("quick: enqueue: %w", err)
+		}
+		out = append(out, res...)
+		start = end
+	}
+	return out, nil
+}
+
+// setAutomaticIdempotency sets FDB's automatic_idempotency on tr when
+// Options.AutomaticIdempotency asks for it and the engine has it (the kv
+// option is asserted, so engines without it fall back to the marker). It
+// reports whether the option is set.
+func (q *Queue) setAutomaticIdempotency(tr kv.Transaction) bool {
+	if !q.opts.AutomaticIdempotency {
+		return false
+	}
+	o, ok := tr.Options().(interface{ SetAutomaticIdempotency() error })
+	return ok && o.SetAutomaticIdempotency() == nil
+}
+
+// zenqueueTx writes jobs into their zones in tr.
+//
+// Keys: reads (one round trip, two when a zone's lane count differs from
+// Options.ZoneLanes) S (2, "m", id) of the call's first fixed ID, the zone
+// meta Z (2) of each zone (snapshot), the lane state Z (1, prio, lane) of
+// each lane placed in, S (1, "u", type, key) for unique jobs (and the
+// holder's record S (1, "j", id) when the key is taken), S (1, "sleep",
+// type) for jobs vesting now and, until this process has seen a task type
+// registered, S (1, "t", type) (snapshot). Writes per job Z (0, prio,
+// lane, vestMs, id), Z (3, id) for a payload over InlinePayload,
+// S (1, "u", ...) for unique jobs and S (2, "i", id) for trackable ones;
+// per transaction the marker, and per lane the lane state and pointer
+// only when the lane had none or its pointer vested later (applyCover).
+func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall) ([]Enqueued, error) {
+	// Issue every read before waiting on any.
+	var markKey []byte
+	var mark kv.Future[[]byte]
+	if id, ok := call.markerID(jobs); ok && !call.noMarker {
+		markKey = q.zk.markKey(id)
+		mark = tr.Get(markKey)
+	}
+	var prevKeys []kv.Future[[]byte]
+	if call.prev != nil && markKey == nil {
+		// Automatic idempotency left an outcome unknown (a timeout or a
+		// cancellation in flight): the keys the attempt wrote tell.
+		for _, k := range call.prevKeys {
+			prevKeys = append(prevKeys, tr.Get(k))
+		}
+	}
+	uniq := make([]kv.Future[[]byte], len(jobs))
+	for i, j := range jobs {
 		if j.UniqueKey != "" {
-			rs[i].uniq = tr.Get(q.k.uniqKey(j.TaskType, j.UniqueKey))
+			uniq[i] = tr.Get(q.k.uniqKey(j.TaskType, j.UniqueKey))
 		}
 	}
 	types := map[string]kv.Future[[]byte]{}
@@ -171,24 +167,137 @@ func (q *Queue) enqueueTx(tr kv.Transaction, now time.Time, jobs []job, prevWrit
 		}
 	}
 	sleepers := q.readSleepers(tr, now, jobs)
+	zones := make([]zone, len(jobs))
+	metas := map[string]kv.Future[[]byte]{}
+	for i, j := range jobs {
+		zones[i] = q.zoneOf(j.TaskType, j.ItemSpace)
+		k := string(zones[i].space.Bytes())
+		if metas[k] == nil {
+			metas[k] = tr.Snapshot().Get(zones[i].metaKey())
+		}
+	}
+	// Lane states are read for the lanes of the default count now, in
+	// this round trip; a zone resized away from it costs a second one.
+	var cov coverer
+	for i, j := range jobs {
+		cov.add(laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}, j.runAt.UnixMilli())
+	}
+	cov.read(tr)
+
+	if mark != nil {
+		v, err := mark.Get()
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			return q.zenqueueSeen(tr, now, jobs, call, markKey)
+		}
+	}
+	for _, f := range prevKeys {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			return call.prev, nil // the earlier attempt committed
+		}
+	}
+	lanesOf := map[string]int{}
+	for k, f := range metas {
+		n, err := q.zoneLanes(f)
+		if err != nil {
+			return nil, err
+		}
+		lanesOf[k] = n
+	}
+	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov}
+	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
+}
+
+// zenqueueSeen answers a call whose marker is stored: its jobs with fixed
+// IDs were committed before. When an earlier attempt of this very call may
+// have committed, that attempt's outcome is this call's; otherwise (an
+// EnqueueTx retried by its caller, or Enqueue called again with the same
+// IDs) they are duplicates, as in schema 1. Jobs given no ID are new jobs
+// of this call and are written.
+func (q *Queue) zenqueueSeen(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall, markKey []byte) ([]Enqueued, error) {
+	if call.prev != nil {
+		return call.prev, nil
+	}
 	out := make([]Enqueued, len(jobs))
-	// Jobs earlier in this batch, which the reads above could not see.
+	var fresh []job
+	var at []int
+	for i, j := range jobs {
+		if call.given[i] {
+			out[i] = Enqueued{ID: j.ID, Duplicate: true}
+			continue
+		}
+		fresh = append(fresh, j)
+		at = append(at, i)
+	}
+	if len(fresh) == 0 {
+		return out, nil
+	}
+	sub := &zenqueueCall{given: make([]bool, len(fresh)), noMarker: true}
+	res, err := q.zenqueueTx(tr, now, fresh, sub)
+	if err != nil {
+		return nil, err
+	}
+	call.wrote = sub.wrote
+	for k, i := range at {
+		out[i] = res[k]
+	}
+	return out, nil
+}
+
+// zoneLanes returns a zone's lane count from its meta: Options.ZoneLanes
+// when it has none, or when the meta does not decode (logged: new jobs
+// then go by the default until SetZoneLanes rewrites it).
+func (q *Queue) zoneLanes(f kv.Future[[]byte]) (int, error) {
+	v, err := f.Get()
+	if err != nil {
+		return 0, err
+	}
+	return q.zoneLanesOf(v), nil
+}
+
+// zoneLanesOf is zoneLanes of a meta value read (nil: none).
+func (q *Queue) zoneLanesOf(v []byte) int {
+	if v == nil {
+		return q.opts.ZoneLanes
+	}
+	var m zoneMeta
+	if derr := m.unmarshal(v); derr != nil || m.Lanes == 0 {
+		if derr != nil {
+			q.opts.Logger.Warn("quick: a zone meta does not decode; placing jobs by Options.ZoneLanes", "err", derr)
+		}
+		return q.opts.ZoneLanes
+	}
+	return int(m.Lanes)
+}
+
+// zreads are the futures of an enqueue attempt's first round trip.
+type zreads struct {
+	markKey  []byte
+	uniq     []kv.Future[[]byte]
+	types    map[string]kv.Future[[]byte]
+	sleepers map[string]kv.Future[[]byte]
+	guessed  *coverer // lane states of the lanes placed by Options.ZoneLanes
+}
+
+// zplace decides each job (new, duplicate of an ID or of a unique key)
+// and writes the new ones, their cover, the marker, wake-ups and task
+// types.
+func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zone, lanesOf map[string]int, call *zenqueueCall, r zreads) ([]Enqueued, error) {
+	nowMs := now.UnixMilli()
+	out := make([]Enqueued, len(jobs))
 	seenID := map[ID]bool{}
 	seenUniq := map[string]ID{}
+	var cov coverer
+	wrote := 0
 	for i, j := range jobs {
-		rec, err := rs[i].rec.Get()
-		if err != nil {
-			return nil, err
-		}
-		mark, err := rs[i].mark.Get()
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil || mark != nil || seenID[j.ID] {
-			out[i] = Enqueued{ID: j.ID, Duplicate: !prevWritten[j.ID]}
-			if !out[i].Duplicate {
-				out[i].RunAt = j.runAt
-			}
+		if seenID[j.ID] {
+			out[i] = Enqueued{ID: j.ID, Duplicate: true}
 			continue
 		}
 		if j.UniqueKey != "" {
@@ -197,7 +306,7 @@ func (q *Queue) enqueueTx(tr kv.Transaction, now time.Time, jobs []job, prevWrit
 				out[i] = Enqueued{ID: first, Duplicate: true}
 				continue
 			}
-			holder, err := q.uniqueHolder(tr, rs[i].uniq)
+			holder, err := q.zuniqueHolder(tr, r.uniq[i])
 			if err != nil {
 				return nil, err
 			}
@@ -208,23 +317,76 @@ func (q *Queue) enqueueTx(tr kv.Transaction, now time.Time, jobs []job, prevWrit
 			seenUniq[uk] = j.ID
 		}
 		seenID[j.ID] = true
-		q.write(tr, now, j)
+		z := zones[i]
+		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(z.space.Bytes())])}
+		vestMs := j.runAt.UnixMilli()
+		call.wrote = append(call.wrote, q.zwrite(tr, nowMs, l, vestMs, j))
+		cov.add(l, vestMs)
 		out[i] = Enqueued{ID: j.ID, RunAt: j.runAt}
+		wrote++
 	}
-	if err := q.wakeSleepers(tr, now, jobs, out, sleepers); err != nil {
+	// The lane states read with the first round trip serve every lane
+	// guessed right; the others are read now.
+	for _, it := range cov.items {
+		if g := r.guessed.byKey[string(it.l.stateKey())]; g != nil {
+			it.state = g.state
+		}
+	}
+	if err := q.applyCover(tr, &cov, nowMs); err != nil {
+		return nil, err
+	}
+	q.growBackloggedZones(tr, &cov, lanesOf)
+	if wrote > 0 && r.markKey != nil {
+		tr.Set(r.markKey, nil)
+	}
+	if err := q.wakeSleepers(tr, now, jobs, out, r.sleepers); err != nil {
 		return nil, err
 	}
 	// Register new task types for inspection; cache a type only once it is
 	// seen stored, so an aborted transaction cannot leave it unregistered.
-	if err := q.registerTypes(tr, types); err != nil {
+	if err := q.registerTypes(tr, r.types); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// uniqueHolder returns the pending or running job holding a unique key, or
-// the zero ID when the key is free (absent, or left by a dead job).
-func (q *Queue) uniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error) {
+// zwrite writes one new job into lane l and returns its key.
+func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, j job) []byte {
+	v := zjobValue{
+		MaxAttempts: int64(j.MaxAttempts),
+		UniqueKey:   j.UniqueKey,
+		Flags:       q.waitFlag(j.NewJob),
+	}
+	if q.opts.TaskTypes[j.TaskType].Trackable {
+		v.Flags |= flagTrackable
+	}
+	if nowMs != j.ID.Time().UnixMilli() {
+		v.CreatedAtMs = nowMs
+	}
+	if len(j.Payload) > InlinePayload {
+		v.Flags |= flagBlob
+		tr.Set(l.z.blobKey(j.ID), j.Payload)
+	} else {
+		v.Payload = j.Payload
+	}
+	key := l.jobKey(vestMs, j.ID)
+	tr.Set(key, v.marshal())
+	if j.UniqueKey != "" {
+		tr.Set(q.k.uniqKey(j.TaskType, j.UniqueKey), j.ID[:])
+	}
+	q.indexSet(tr, l, vestMs, j.ID, v.Flags)
+	return key
+}
+
+// zuniqueHolder returns the job holding a unique key for a zones enqueue,
+// or the zero ID when the key is free. A zones job has no record while it
+// is pending or running and clears its unique key when it finishes, so a
+// key whose holder has no record is held; a schema-1 holder is judged by
+// its record as uniqueHolder does (a dead one frees the key).
+func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error) {
+	if f == nil {
+		return ID{}, nil
+	}
 	v, err := f.Get()
 	if err != nil || v == nil {
 		return ID{}, err
@@ -234,8 +396,11 @@ func (q *Queue) uniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error)
 	}
 	id := ID(v)
 	rv, err := tr.Get(q.k.jobKey(id)).Get()
-	if err != nil || rv == nil {
+	if err != nil {
 		return ID{}, err
+	}
+	if rv == nil {
+		return id, nil
 	}
 	var r record
 	if err := r.unmarshal(rv); err != nil {
@@ -247,141 +412,13 @@ func (q *Queue) uniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error)
 	return id, nil
 }
 
-// write places a new job.
-func (q *Queue) write(tr kv.Transaction, now time.Time, j job) {
-	key, lane, vestMs := q.k.place(j.TaskType, j.Priority, j.runAt, j.ID, q.lanes)
-	sv := schedValue{MaxAttempts: int64(j.MaxAttempts), UniqueKey: j.UniqueKey, Flags: q.waitFlag(j.NewJob)}
-	tr.Set(key, sv.marshal())
-	r := record{
-		TaskType: j.TaskType, Priority: int64(j.Priority), ItemSpace: j.ItemSpace, Payload: j.Payload,
-		MaxAttempts: int64(j.MaxAttempts), UniqueKey: j.UniqueKey, CreatedAtMs: now.UnixMilli(),
-		PlacedAtMs: vestMs, PlacedLane: int64(lane), Flags: sv.Flags,
+// zenqueueTxCall is EnqueueTx in the zones layout. The caller owns the
+// retry loop, so only the jobs it gave IDs are recognised on its retries:
+// the call's marker is named by the first of them.
+func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, prepared []job) ([]Enqueued, error) {
+	call := zenqueueCall{given: make([]bool, len(in))}
+	for i, j := range in {
+		call.given[i] = !j.ID.IsZero()
 	}
-	tr.Set(q.k.jobKey(j.ID), r.marshal())
-	tr.Set(q.k.markKey(j.ID), nil)
-	if j.UniqueKey != "" {
-		tr.Set(q.k.uniqKey(j.TaskType, j.UniqueKey), j.ID[:])
-	}
-}
-
-// enqueueBatchBytes bounds one standalone enqueue transaction, far under
-// FDB's 10 MB limit and its 1 MB advice.
-const enqueueBatchBytes = 512 << 10
-
-// Enqueue enqueues jobs in transactions of its own, as many per transaction
-// as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
-// after commit_unknown_result never creates a second job. If a later batch
-// fails, the earlier ones stay committed: the result lists them, and
-// enqueueing the same NewJobs (same IDs) again is safe.
-func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error) {
-	now := q.Now()
-	prepared := make([]job, len(jobs))
-	for i, in := range jobs {
-		j, err := q.prepare(now, in)
-		if err != nil {
-			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
-		}
-		prepared[i] = j
-	}
-	if q.opts.Layout == LayoutZones {
-		return q.zenqueue(ctx, now, prepared)
-	}
-	var out []Enqueued
-	for start := 0; start < len(prepared); {
-		end, size := start, 0
-		for end < len(prepared) && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
-			size += jobBytes(prepared[end])
-			end++
-		}
-		var res []Enqueued
-		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-			var prev map[ID]bool
-			if maybeCommitted {
-				prev = map[ID]bool{}
-				for _, r := range res {
-					if !r.Duplicate {
-						prev[r.ID] = true
-					}
-				}
-			}
-			var err error
-			res, err = q.enqueueTx(tr, now, prepared[start:end], prev)
-			return err
-		})
-		if err != nil {
-			return out, fmt.Errorf("quick: enqueue: %w", err)
-		}
-		out = append(out, res...)
-		start = end
-	}
-	return out, nil
-}
-
-func jobBytes(j job) int {
-	return 200 + 2*len(j.TaskType) + len(j.Payload) + 2*len(j.UniqueKey) + len(j.ItemSpace)
-}
-
-// readSleepers reads the sleep key of each task type with a job that vests
-// now, so the enqueue can tell whether a worker sleeps on the wake key. The
-// read is serializable on purpose: a worker that registers its sleep between
-// this enqueue's read and its commit makes the enqueue conflict and retry,
-// now seeing the sleeper and waking it. With a snapshot read that enqueue
-// would neither wake the worker nor be seen by the claim the worker made
-// just before sleeping. Registrations are one per idle spell of a worker,
-// so the retries this causes are rare.
-func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[string]kv.Future[[]byte] {
-	if q.opts.DisableWakeOnEnqueue {
-		return nil
-	}
-	var out map[string]kv.Future[[]byte]
-	for _, j := range jobs {
-		if j.runAt.After(now) || out[j.TaskType] != nil {
-			continue
-		}
-		if out == nil {
-			out = map[string]kv.Future[[]byte]{}
-		}
-		out[j.TaskType] = tr.Get(q.k.sleepKey(j.TaskType))
-	}
-	return out
-}
-
-// wakeSleepers adds 1 to the wake key of each task type that got a new job
-// vesting now while a worker sleeps on it: one atomic add, and nothing at
-// all when no worker sleeps.
-func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out []Enqueued, sleepers map[string]kv.Future[[]byte]) error {
-	woken := map[string]bool{}
-	for i, j := range jobs {
-		f := sleepers[j.TaskType]
-		if f == nil || woken[j.TaskType] || out[i].Duplicate || j.runAt.After(now) {
-			continue
-		}
-		v, err := f.Get()
-		if err != nil {
-			return err
-		}
-		woken[j.TaskType] = true
-		if len(v) == 8 && int64(binary.LittleEndian.Uint64(v)) > now.UnixMilli() {
-			tr.Add(q.k.wakeKey(j.TaskType), le64(1))
-		}
-	}
-	return nil
-}
-
-// registerTypes registers the task types whose registration reads are in
-// types (enqueue.go, zenqueue.go); a type is cached only once it is seen
-// stored, so an aborted transaction cannot leave it unregistered.
-func (q *Queue) registerTypes(tr kv.Transaction, types map[string]kv.Future[[]byte]) error {
-	for t, f := range types {
-		v, err := f.Get()
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			q.knownTypes.Store(t, true)
-		} else {
-			tr.Set(q.k.typeKey(t), nil)
-		}
-	}
-	return nil
+	return q.zenqueueTx(tr, now, prepared, &call)
 }

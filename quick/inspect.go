@@ -1,498 +1,491 @@
 package quick
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// State is where a job stands.
-type State int
+// Inspection of the zones layout: the pointer index, the tenants with the
+// most ready work, one tenant's queue. Every call is bounded by its options,
+// whatever the number of tenants or the backlog: nothing keeps a count per
+// tenant (it would cost a mutation per job on the hot path), so counts come
+// from capped range reads and say when the cap cut them short.
 
-// The states a job can be in.
+// Cursor kinds of the zones listings (cursor.go has the others).
 const (
-	// StateScheduled: vests in the future, not leased.
-	StateScheduled State = iota + 1
-	// StateReady: vested and waiting for a worker (including a job whose
-	// lease lapsed).
-	StateReady
-	// StateLeased: a worker holds a live lease.
-	StateLeased
-	// StateDead: in the dead letters.
-	StateDead
-	// StateFinished: the job is gone (completed or cancelled) but its enqueue
-	// marker is still kept.
-	StateFinished
+	cursorPointers byte = 'p'
+	cursorZoneJobs byte = 'z'
 )
 
-func (s State) String() string {
-	switch s {
-	case StateScheduled:
-		return "scheduled"
-	case StateReady:
-		return "ready"
-	case StateLeased:
-		return "leased"
-	case StateDead:
-		return "dead"
-	case StateFinished:
-		return "finished"
-	}
-	return "unknown"
+// maxInspectLimit bounds a page of any zones listing.
+const maxInspectLimit = 1000
+
+// PointerInfo is one entry of a task type's pointer index, with the lane
+// state it names.
+type PointerInfo struct {
+	TaskType  string
+	Priority  Priority
+	ItemSpace string
+	Lane      int
+	// NextVest is when the lane next has work (the pointer's time): for a
+	// pointer written already vested, the start of the second it was
+	// written for (pointer.go, pointerMs); for a leased lane the lease's
+	// deadline.
+	NextVest time.Time
+	// Vested is NextVest <= now: a worker may take the lane.
+	Vested bool
+	// Leased says a worker holds the lane (Holder) until LeasedUntil.
+	Leased      bool
+	Holder      string
+	LeasedUntil time.Time
+	// Short says the holder runs the lane in short-job mode.
+	Short bool
+	// Stale says the lane state names another pointer (or none): this entry
+	// is a leftover the next claim that picks it removes.
+	Stale bool
 }
 
-// ParseState reads a state name.
-func ParseState(s string) (State, error) {
-	for st := StateScheduled; st <= StateFinished; st++ {
-		if st.String() == s {
-			return st, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown state %q (want scheduled, ready, leased, dead or finished)", ErrInvalidOption, s)
-}
-
-// JobInfo describes a job for inspection.
-type JobInfo struct {
-	ID            ID
-	TaskType      string
-	Priority      Priority
-	ItemSpace     string
-	State         State
-	Lane          int
-	RunAt         time.Time // vesting time of its schedule key (lease deadline when leased)
-	Attempt       int
-	MaxAttempts   int
-	Holder        string
-	CreatedAt     time.Time
-	DeadAt        time.Time
-	LastError     string
-	UniqueKey     string
-	Payload       []byte
-	HasCheckpoint bool
-	// Waitable says the job's outcome will be recorded (NewJob.Waitable).
-	Waitable bool
-
-	// zl is set for a zones-layout job (zlookup.go): where its key is, for
-	// Cancel and RunNow.
-	zl *zoneRef
-}
-
-func stateOf(sv schedValue, vestMs, nowMs int64) State {
-	switch {
-	case vestMs > nowMs && sv.Token != 0:
-		return StateLeased
-	case vestMs > nowMs:
-		return StateScheduled
-	}
-	return StateReady
-}
-
-// Get returns a job by ID.
-//
-// Cost: two round trips of point reads, whatever the backlog: the record,
-// the enqueue marker and the lease index S(1,"l",id) at once, then the
-// schedule key where the record placed the job and, for a job claimed
-// since, where the lease index says its lease is. See docs/design.md,
-// "Lookup by ID".
-//
-// A zones-layout job is found through its lookup index entry S(2,"i",id)
-// (Trackable task types only; read in the first round trip when the queue's
-// Layout is LayoutZones, else in a second one once the schema-1 keys are
-// missing), then its job key and payload blob at once. An ID found nowhere
-// is ErrNotTrackable (which wraps ErrNotFound) on a zones queue.
-func (q *Queue) Get(ctx context.Context, id ID) (JobInfo, error) {
-	var info JobInfo
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		var err error
-		info, _, err = q.lookup(tr.Snapshot(), id)
-		return err
-	})
-	return info, err
-}
-
-// lookup finds a job's record and, unless it is dead, its schedule key.
-func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
-	now := q.Now()
-	rf := rt.Get(q.k.jobKey(id))
-	mf := rt.Get(q.k.markKey(id))
-	lf := rt.Get(q.k.leaseKey(id))
-	// A zones queue reads the lookup index in the same round trip; a lanes
-	// queue only once the schema-1 keys are missing.
-	var zf kv.Future[[]byte]
-	if q.opts.Layout == LayoutZones {
-		zf = rt.Get(q.zk.indexKey(id))
-	}
-	rv, err := rf.Get()
-	if err != nil {
-		return JobInfo{}, nil, err
-	}
-	if rv == nil {
-		mv, err := mf.Get()
-		if err != nil {
-			return JobInfo{}, nil, err
-		}
-		if mv != nil {
-			return JobInfo{ID: id, State: StateFinished}, nil, nil
-		}
-		if zf == nil {
-			zf = rt.Get(q.zk.indexKey(id))
-		}
-		zv, err := zf.Get()
-		if err != nil {
-			return JobInfo{}, nil, err
-		}
-		return q.lookupZone(rt, id, zv)
-	}
-	var rec record
-	if err := rec.unmarshal(rv); err != nil {
-		return JobInfo{}, nil, fmt.Errorf("quick: job %s: %w", id, err)
-	}
-	info := JobInfo{
-		ID: id, TaskType: rec.TaskType, Priority: Priority(rec.Priority), ItemSpace: rec.ItemSpace,
-		MaxAttempts: int(rec.MaxAttempts), CreatedAt: time.UnixMilli(rec.CreatedAtMs), LastError: rec.LastError,
-		UniqueKey: rec.UniqueKey, Payload: rec.Payload, Attempt: int(rec.Attempts), Waitable: rec.Flags&flagWaitable != 0,
-	}
-	if rec.State == stateDead {
-		info.State = StateDead
-		info.DeadAt = time.UnixMilli(rec.DeadAtMs)
-		info.zl = q.deadZoneRef(&rec)
-		return info, nil, nil
-	}
-	lv, err := lf.Get()
-	if err != nil {
-		return JobInfo{}, nil, err
-	}
-	key, sv, err := q.findSched(rt, &rec, id, lv)
-	if err != nil {
-		return JobInfo{}, nil, err
-	}
-	if key == nil {
-		// Either damage, or a claim by a worker built before the lease index
-		// (it moved the key without indexing it): the job is found again
-		// once that lease ends, within MaxLease.
-		return JobInfo{}, nil, fmt.Errorf("%w: %s has a record but no schedule key where it was placed or where the lease index points (a worker older than the lease index may hold it, until its lease ends)", ErrCorrupt, id)
-	}
-	sk, err := q.k.parseSched(key)
-	if err != nil {
-		return JobInfo{}, nil, err
-	}
-	info.Lane, info.RunAt = sk.Lane, time.UnixMilli(sk.VestMs)
-	info.State = stateOf(sv, sk.VestMs, now.UnixMilli())
-	info.Attempt, info.Holder, info.HasCheckpoint = int(sv.Attempt), sv.Holder, sv.hasCheckpoint()
-	return info, key, nil
-}
-
-// findSched locates a job's schedule key with at most two point reads: where
-// the record last placed it (enqueue, fail, snooze, release, requeue) and
-// where the lease index says a claim or extension moved it. A job has one
-// schedule key, so at most one of them exists.
-func (q *Queue) findSched(rt kv.ReadTransaction, rec *record, id ID, leaseIdx []byte) ([]byte, schedValue, error) {
-	prio := Priority(rec.Priority)
-	keys := [][]byte{q.k.schedKey(rec.TaskType, int(rec.PlacedLane), prio, rec.PlacedAtMs, id)}
-	if leaseIdx != nil {
-		ms, err := decodeLeaseIndex(leaseIdx)
-		if err != nil {
-			return nil, schedValue{}, fmt.Errorf("quick: job %s: lease index: %w", id, err)
-		}
-		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, q.lanes), prio, ms, id))
-	}
-	fs := make([]kv.Future[[]byte], len(keys))
-	for i, k := range keys {
-		fs[i] = rt.Get(k)
-	}
-	for i, f := range fs {
-		v, err := f.Get()
-		if err != nil {
-			return nil, schedValue{}, err
-		}
-		if v != nil {
-			var sv schedValue
-			return keys[i], sv, sv.unmarshal(v)
-		}
-	}
-	return nil, schedValue{}, nil
-}
-
-// Cancel deletes a job that is scheduled, ready or leased, or removes it
-// from the dead letters. A worker holding it loses its lease: its next lease
-// operation returns ErrLeaseLost.
-func (q *Queue) Cancel(ctx context.Context, id ID) error {
-	applied := false
-	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		info, key, err := q.lookup(tr.Snapshot(), id)
-		if maybeCommitted && applied && (info.State == StateFinished || IsNotFound(err)) {
-			return nil // the earlier attempt's cancel committed
-		}
-		if err != nil {
-			return err
-		}
-		if err := q.cancelTx(tr, info, key); err != nil {
-			return err
-		}
-		applied = true
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("quick: cancel %s: %w", id, err)
-	}
-	return nil
-}
-
-// cancelTx deletes a job lookup found (info, and its schedule key).
-func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
-	id := info.ID
-	if info.State == StateFinished {
-		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
-	}
-	if info.zl != nil && !info.zl.dead {
-		return q.cancelZoneTx(tr, info, key)
-	}
-	// Conflict with a claim or ack that moves the key meanwhile.
-	if err := tr.AddReadConflictKey(q.k.jobKey(id)); err != nil {
-		return err
-	}
-	if key != nil {
-		if err := tr.AddReadConflictKey(key); err != nil {
-			return err
-		}
-		tr.Clear(key)
-	}
-	q.forget(tr, info)
-	if info.Waitable {
-		q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
-	}
-	return nil
-}
-
-// forget clears what a job keeps besides its schedule key.
-func (q *Queue) forget(tr kv.Transaction, info JobInfo) {
-	tr.Clear(q.k.jobKey(info.ID))
-	tr.Clear(q.k.ckptKey(info.ID))
-	tr.Clear(q.k.leaseKey(info.ID))
-	if info.zl != nil {
-		q.forgetZone(tr, info)
-	}
-	if info.State == StateDead {
-		tr.Clear(q.k.deadKey(info.TaskType, info.DeadAt.UnixMilli(), info.ID))
-		tr.Add(q.k.deadCountKey(info.TaskType), le64(-1))
-	} else if info.UniqueKey != "" {
-		tr.Clear(q.k.uniqKey(info.TaskType, info.UniqueKey))
-	}
-}
-
-// ListOptions select jobs to list.
-type ListOptions struct {
+// PointersOptions select a page of the pointer index.
+type PointersOptions struct {
 	TaskType string
-	// Lanes to list; nil lists every lane.
-	Lanes []int
-	// State filters by state (scheduled, ready or leased); zero lists all.
-	State State
-	// Limit is the most jobs returned; default 100.
+	// Limit is the most entries returned; default 100, at most 1,000.
 	Limit int
-	// After resumes a listing: pass the previous page's Next.
-	After Cursor
+	// Cursor resumes a listing: pass the previous page's Next.
+	Cursor Cursor
 }
 
-// JobPage is a page of a listing.
-type JobPage struct {
-	Jobs []JobInfo
+// PointerPage is a page of the pointer index.
+type PointerPage struct {
+	Pointers []PointerInfo
 	// Next resumes the listing; empty at the end.
 	Next Cursor
 }
 
-// List lists a task type's scheduled, ready and leased jobs, lane by lane,
-// priority by priority, in vesting order. Payloads are not read.
-func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
+func inspectLimit(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, maxInspectLimit)
+}
+
+// Pointers lists a task type's pointer index in its order: priority, then
+// when each lane next has work (to the second once vested), then a hash of
+// zone and lane. Each entry shows its lane state (leased by whom, until
+// when).
+//
+// Keys: one snapshot range read of S (2, "p", type) (Limit+1 entries) and a
+// snapshot point read of each entry's lane state Z (1, prio, lane).
+func (q *Queue) Pointers(ctx context.Context, opts PointersOptions) (PointerPage, error) {
 	if err := validTaskType(opts.TaskType); err != nil {
-		return JobPage{}, err
+		return PointerPage{}, err
 	}
-	if opts.State == StateDead || opts.State == StateFinished {
-		return JobPage{}, fmt.Errorf("%w: List shows scheduled, ready and leased jobs; use ListDead for dead letters", ErrInvalidOption)
-	}
-	if opts.Limit <= 0 {
-		opts.Limit = 100
-	}
-	prefix := q.k.sched.Sub(opts.TaskType).Bytes()
-	after, err := opts.After.key(cursorList, opts.TaskType, prefix)
+	limit := inspectLimit(opts.Limit, 100)
+	space := q.zk.ptr.Sub(opts.TaskType)
+	prefix := space.Bytes()
+	after, err := opts.Cursor.key(cursorPointers, opts.TaskType, prefix)
 	if err != nil {
-		return JobPage{}, err
+		return PointerPage{}, err
 	}
-	lanes := opts.Lanes
-	if lanes == nil {
-		for l := 0; l < q.lanes; l++ {
-			lanes = append(lanes, l)
-		}
-	}
-	var page JobPage
+	var page PointerPage
 	err = q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		page = JobPage{}
-		var lastKey []byte
-		nowMs := q.Now().UnixMilli()
+		page = PointerPage{}
 		snap := tr.Snapshot()
-		for _, lane := range lanes {
-			for _, p := range priorities {
-				r := q.k.laneRange(opts.TaskType, lane, p)
-				if after != nil {
-					if string(after) >= string(r.End) {
-						continue
-					}
-					if string(after) >= string(r.Begin) {
-						r.Begin = kv.KeyAfter(after)
-					}
-				}
-				it := snap.GetRange(r, kv.RangeOptions{Limit: opts.Limit + 1}).Iterator()
-				for it.Advance() {
-					kvp, err := it.Get()
-					if err != nil {
-						return err
-					}
-					if len(page.Jobs) == opts.Limit {
-						page.Next = makeCursor(cursorList, opts.TaskType, prefix, lastKey)
-						return nil
-					}
-					sk, err := q.k.parseSched(kvp.Key)
-					if err != nil {
-						continue
-					}
-					var sv schedValue
-					if err := sv.unmarshal(kvp.Value); err != nil {
-						continue
-					}
-					st := stateOf(sv, sk.VestMs, nowMs)
-					if opts.State != 0 && st != opts.State {
-						continue
-					}
-					page.Jobs = append(page.Jobs, JobInfo{
-						ID: sk.ID, TaskType: sk.TaskType, Priority: sk.Priority, State: st, Lane: sk.Lane,
-						RunAt: time.UnixMilli(sk.VestMs), Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
-						Holder: sv.Holder, UniqueKey: sv.UniqueKey, HasCheckpoint: sv.hasCheckpoint(),
-					})
-					lastKey = kvp.Key
-				}
+		r := rangeOf(space)
+		if after != nil {
+			if string(after) >= string(r.End) {
+				return nil
 			}
+			r.Begin = kv.KeyAfter(after)
+		}
+		kvs, err := snap.GetRange(r, kv.RangeOptions{Limit: limit + 1}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		if len(kvs) > limit {
+			kvs = kvs[:limit]
+			page.Next = makeCursor(cursorPointers, opts.TaskType, prefix, kvs[limit-1].Key)
+		}
+		entries := make([]pointerEntry, 0, len(kvs))
+		for _, p := range kvs {
+			e, perr := q.zk.parsePointer(p)
+			if perr != nil {
+				continue // a claim that meets it quarantines it
+			}
+			entries = append(entries, e)
+		}
+		states := make([]kv.Future[[]byte], len(entries))
+		for i, e := range entries {
+			states[i] = snap.Get(e.lane().stateKey())
+		}
+		nowMs := q.Now().UnixMilli()
+		for i, e := range entries {
+			v, err := states[i].Get()
+			if err != nil {
+				return err
+			}
+			page.Pointers = append(page.Pointers, pointerInfo(e, v, nowMs))
 		}
 		return nil
 	})
 	if err != nil {
-		return JobPage{}, fmt.Errorf("quick: list %s: %w", opts.TaskType, err)
+		return PointerPage{}, fmt.Errorf("quick: pointers %s: %w", opts.TaskType, err)
 	}
 	return page, nil
 }
 
-// LaneStats are one lane's counts.
-type LaneStats struct {
-	Lane      int
-	Ready     int
-	Leased    int
-	Scheduled int
-	// OldestReady is when the longest-waiting ready job vested (zero if none).
-	OldestReady time.Time
-	// Exact is false when a priority range held more keys than the scan
-	// budget: the counts are then lower bounds.
+// pointerInfo describes a pointer entry with its lane state's value (nil
+// when missing).
+func pointerInfo(e pointerEntry, state []byte, nowMs int64) PointerInfo {
+	p := PointerInfo{
+		TaskType: e.TaskType, Priority: e.Priority, ItemSpace: e.Value.ItemSpace, Lane: e.Lane,
+		NextVest: time.UnixMilli(e.PtrMs), Vested: e.PtrMs <= nowMs, Stale: true,
+	}
+	var s laneState
+	if state != nil && s.unmarshal(state) == nil && s.PtrMs == e.PtrMs {
+		p.Stale = false
+		if s.leased() {
+			p.Leased, p.Holder, p.LeasedUntil, p.Short = true, s.Holder, time.UnixMilli(s.PtrMs), s.Short
+		}
+	}
+	return p
+}
+
+// TenantReady is one tenant's ready work in ReadyTenants' sample.
+type TenantReady struct {
+	ItemSpace string
+	// Ready counts the vested job keys of the tenant's sampled lanes; a
+	// lane's count stops at CountCap (Exact is then false).
+	Ready int
 	Exact bool
+	// Lanes is how many of the tenant's lanes the sample held.
+	Lanes int
+	// OldestReady is when the tenant's longest-waiting sampled job vested.
+	OldestReady time.Time
 }
 
-// LaneCountsOptions select what LaneCounts scans.
-type LaneCountsOptions struct {
+// ReadyTenantsOptions shape ReadyTenants.
+type ReadyTenantsOptions struct {
 	TaskType string
-	// PerRange bounds each range read (one per lane and priority); default
-	// 1,000.
-	PerRange int
+	// Limit is how many vested pointers (lanes) are sampled; default 20, at
+	// most 1,000.
+	Limit int
+	// CountCap bounds the keys counted in each sampled lane; default 1,000,
+	// at most 10,000.
+	CountCap int
 }
 
-// LaneCounts counts each lane's jobs with one bounded range read per lane
-// and priority, all in flight at once. No counter can track "ready", since
-// it changes with the clock; so counts come from scans of at most perRange
-// keys each (default 1,000), labelled inexact when a scan was cut short.
-// A queue of 100,000 jobs in 16 lanes costs 48 range reads and at most
-// 48 × perRange keys read.
-func (q *Queue) LaneCounts(ctx context.Context, opts LaneCountsOptions) ([]LaneStats, error) {
-	taskType, perRange := opts.TaskType, opts.PerRange
-	if err := validTaskType(taskType); err != nil {
+// ReadyTenants returns the tenants with the most ready work of a task type,
+// most first (then oldest first), from a bounded sample: the first Limit
+// vested entries of the pointer index (the lanes that have waited longest,
+// to the second, across priorities), each lane's vested keys counted up to CountCap, summed
+// per tenant. It is not a global ranking: a tenant whose lanes are all
+// leased, or vested later than the first Limit, is not in it. A global one
+// would need a counter per tenant, kept by every enqueue, claim and
+// completion (a mutation per job, and a hot key per busy tenant), or a scan
+// proportional to the number of tenants; the sample costs Limit+3 range
+// reads whatever the queue holds.
+//
+// Keys: snapshot range reads of S (2, "p", type, prio) up to now (Limit
+// each, three priorities), then one snapshot range read per sampled lane of
+// its keys vested by now (CountCap+1). At most Limit × (CountCap+1) job keys
+// are read, each with its value (inline payloads up to InlinePayload bytes).
+func (q *Queue) ReadyTenants(ctx context.Context, opts ReadyTenantsOptions) ([]TenantReady, error) {
+	if err := validTaskType(opts.TaskType); err != nil {
 		return nil, err
 	}
-	if perRange <= 0 {
-		perRange = 1000
+	limit := inspectLimit(opts.Limit, 20)
+	countCap := opts.CountCap
+	if countCap <= 0 {
+		countCap = 1000
 	}
-	var out []LaneStats
+	countCap = min(countCap, 10_000)
+	var out []TenantReady
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		out = nil
 		nowMs := q.Now().UnixMilli()
 		snap := tr.Snapshot()
-		rrs := make([][numPriorities]kv.RangeResult, q.lanes)
-		for lane := range rrs {
-			for i, p := range priorities {
-				rrs[lane][i] = snap.GetRange(q.k.laneRange(taskType, lane, p), kv.RangeOptions{Limit: perRange + 1})
+		var reads [numPriorities]kv.RangeResult
+		for i, prio := range priorities {
+			reads[i] = snap.GetRange(q.zk.pointersUntil(opts.TaskType, prio, nowMs+1), kv.RangeOptions{Limit: limit})
+		}
+		var vested []pointerEntry
+		for i := range priorities {
+			kvs, err := reads[i].GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range kvs {
+				if e, perr := q.zk.parsePointer(p); perr == nil {
+					vested = append(vested, e)
+				}
 			}
 		}
-		out = make([]LaneStats, q.lanes)
-		for lane := range rrs {
-			st := LaneStats{Lane: lane, Exact: true}
-			for i := range priorities {
-				kvs, err := rrs[lane][i].GetSliceWithError()
-				if err != nil {
-					return err
-				}
-				if len(kvs) > perRange {
-					st.Exact = false
-					kvs = kvs[:perRange]
-				}
-				for _, p := range kvs {
-					sk, err := q.k.parseSched(p.Key)
-					if err != nil {
-						continue
-					}
-					var sv schedValue
-					if sv.unmarshal(p.Value) != nil {
-						continue
-					}
-					switch stateOf(sv, sk.VestMs, nowMs) {
-					case StateReady:
-						st.Ready++
-						if vt := time.UnixMilli(sk.VestMs); st.OldestReady.IsZero() || vt.Before(st.OldestReady) {
-							st.OldestReady = vt
-						}
-					case StateLeased:
-						st.Leased++
-					case StateScheduled:
-						st.Scheduled++
+		slices.SortStableFunc(vested, func(a, b pointerEntry) int { return cmp.Compare(a.PtrMs, b.PtrMs) })
+		vested = vested[:min(len(vested), limit)]
+		lanes := make([]kv.RangeResult, len(vested))
+		for i, e := range vested {
+			l := e.lane()
+			r := l.laneRange()
+			r.End = l.z.space.Pack(tuple.Tuple{int64(zJobs), int64(l.prio), int64(l.lane), nowMs + 1})
+			lanes[i] = snap.GetRange(r, kv.RangeOptions{Limit: countCap + 1})
+		}
+		byTenant := map[string]*TenantReady{}
+		for i, e := range vested {
+			kvs, err := lanes[i].GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			t := byTenant[e.Value.ItemSpace]
+			if t == nil {
+				t = &TenantReady{ItemSpace: e.Value.ItemSpace, Exact: true}
+				byTenant[e.Value.ItemSpace] = t
+			}
+			t.Lanes++
+			if len(kvs) > countCap {
+				kvs, t.Exact = kvs[:countCap], false
+			}
+			t.Ready += len(kvs)
+			if len(kvs) > 0 {
+				if jk, perr := e.lane().z.parseJobKey(kvs[0].Key); perr == nil {
+					if vt := time.UnixMilli(jk.VestMs); t.OldestReady.IsZero() || vt.Before(t.OldestReady) {
+						t.OldestReady = vt
 					}
 				}
 			}
-			out[lane] = st
 		}
+		for _, t := range byTenant {
+			if t.Ready > 0 {
+				out = append(out, *t)
+			}
+		}
+		slices.SortFunc(out, func(a, b TenantReady) int {
+			return cmp.Or(cmp.Compare(b.Ready, a.Ready), a.OldestReady.Compare(b.OldestReady), cmp.Compare(a.ItemSpace, b.ItemSpace))
+		})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("quick: lane counts %s: %w", taskType, err)
+		return nil, fmt.Errorf("quick: ready tenants %s: %w", opts.TaskType, err)
 	}
 	return out, nil
 }
 
-// TaskTypes lists the task types ever enqueued.
-func (q *Queue) TaskTypes(ctx context.Context) ([]string, error) {
-	var out []string
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		out = out[:0]
-		kvs, err := tr.Snapshot().GetRange(rangeOf(q.k.types), kv.RangeOptions{}).GetSliceWithError()
+// ZoneJobsOptions select a page of one tenant's queue.
+type ZoneJobsOptions struct {
+	TaskType  string
+	ItemSpace string
+	// Limit is the most jobs returned; default 100, at most 1,000.
+	Limit int
+	// Cursor resumes a listing: pass the previous page's Next.
+	Cursor Cursor
+}
+
+// ZoneJobs lists the jobs of one zone (a tenant's queue of a task type) in
+// key order: priority, lane, vesting time, with their state. Payloads are
+// not read.
+//
+// Keys: one snapshot range read of Z (0) (Limit+1 keys).
+func (q *Queue) ZoneJobs(ctx context.Context, opts ZoneJobsOptions) (JobPage, error) {
+	if err := validTaskType(opts.TaskType); err != nil {
+		return JobPage{}, err
+	}
+	limit := inspectLimit(opts.Limit, 100)
+	z := q.zoneOf(opts.TaskType, opts.ItemSpace)
+	r := z.jobs()
+	prefix := z.space.Sub(int64(zJobs)).Bytes()
+	// The cursor names the zone: the task type and the tenant.
+	name := opts.TaskType + "\x00" + opts.ItemSpace
+	after, err := opts.Cursor.key(cursorZoneJobs, name, prefix)
+	if err != nil {
+		return JobPage{}, err
+	}
+	if after != nil {
+		if string(after) >= string(r.End) {
+			return JobPage{}, nil
+		}
+		r.Begin = kv.KeyAfter(after)
+	}
+	var page JobPage
+	err = q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		page = JobPage{}
+		kvs, err := tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: limit + 1}).GetSliceWithError()
 		if err != nil {
 			return err
 		}
+		if len(kvs) > limit {
+			kvs = kvs[:limit]
+			page.Next = makeCursor(cursorZoneJobs, name, prefix, kvs[limit-1].Key)
+		}
+		nowMs := q.Now().UnixMilli()
 		for _, p := range kvs {
-			t, err := q.k.types.Unpack(p.Key)
-			if err != nil || len(t) != 1 {
+			jk, err := z.parseJobKey(p.Key)
+			if err != nil {
 				continue
 			}
-			if s, ok := t[0].(string); ok {
-				out = append(out, s)
+			var v zjobValue
+			if v.unmarshal(p.Value) != nil {
+				continue
 			}
+			l := laneRef{z: z, prio: jk.Priority, lane: jk.Lane}
+			page.Jobs = append(page.Jobs, zinfo(l, jk, &v, nil, nowMs))
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return JobPage{}, fmt.Errorf("quick: zone jobs %s/%q: %w", opts.TaskType, opts.ItemSpace, err)
+	}
+	return page, nil
 }
 
-// IsNotFound reports whether err means the job does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+// ZoneLaneInfo is one lane of a zone at one priority.
+type ZoneLaneInfo struct {
+	Priority Priority
+	Lane     int
+	// NextVest is the lane's pointer time (the lease deadline when leased).
+	NextVest time.Time
+	// PointerMissing says no pointer entry is at NextVest: the invariant
+	// is broken and the lane's jobs may not be found by workers.
+	PointerMissing bool
+	Leased         bool
+	Holder         string
+	Short          bool
+	// Counts of the lane's jobs by state, from a read of at most Cap keys;
+	// Exact is false when the lane holds more.
+	ReadyJobs, LeasedJobs, ScheduledJobs int
+	Exact                                bool
+	// OldestReady is when the lane's longest-waiting ready job vested.
+	OldestReady time.Time
+}
+
+// ZoneInfo describes one zone (a tenant's queue of a task type).
+type ZoneInfo struct {
+	TaskType  string
+	ItemSpace string
+	// Lanes is how many lanes new jobs are spread over (the zone meta, or
+	// Options.ZoneLanes when the zone has none).
+	Lanes int
+	// LaneStates lists each lane that has a lane state (every lane holding
+	// jobs, and leased ones), in priority then lane order.
+	LaneStates []ZoneLaneInfo
+	// Cap is how many keys were counted at most in each lane.
+	Cap int
+}
+
+// zoneInfoBudget bounds the job keys ZoneInfo reads in all: each lane gets
+// an equal share, at least zoneInfoMinCap.
+const (
+	zoneInfoBudget = 10_000
+	zoneInfoMinCap = 16
+)
+
+// ZoneInfo reads one zone's meta and lane states and counts each lane's
+// keys, within a budget of about 10,000 keys shared by its lanes (at least
+// 16 each).
+//
+// Keys: snapshot reads of Z (2) and the range Z (1) (at most 3 × 1,024 lane
+// states by construction), then for each lane state its pointer entry and
+// one range read of its keys (Cap+1).
+func (q *Queue) ZoneInfo(ctx context.Context, taskType, itemSpace string) (ZoneInfo, error) {
+	if err := validTaskType(taskType); err != nil {
+		return ZoneInfo{}, err
+	}
+	z := q.zoneOf(taskType, itemSpace)
+	var info ZoneInfo
+	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		info = ZoneInfo{TaskType: taskType, ItemSpace: itemSpace, Lanes: q.opts.ZoneLanes}
+		snap := tr.Snapshot()
+		mf := snap.Get(z.metaKey())
+		sf := snap.GetRange(rangeOf(z.space.Sub(int64(zLane))), kv.RangeOptions{Limit: numPriorities * (maxZoneLanes + 1)})
+		mv, err := mf.Get()
+		if err != nil {
+			return err
+		}
+		if mv != nil {
+			var m zoneMeta
+			if m.unmarshal(mv) == nil && m.Lanes > 0 {
+				info.Lanes = int(m.Lanes)
+			}
+		}
+		kvs, err := sf.GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		type laneRead struct {
+			l    laneRef
+			s    laneState
+			ptr  kv.Future[[]byte]
+			keys kv.RangeResult
+		}
+		var reads []laneRead
+		for _, p := range kvs {
+			t, err := z.space.Unpack(p.Key)
+			if err != nil || len(t) != 3 {
+				continue
+			}
+			prio, ok1 := t[1].(int64)
+			lane, ok2 := t[2].(int64)
+			var s laneState
+			if !ok1 || !ok2 || lane < 0 || lane > maxZoneLanes || s.unmarshal(p.Value) != nil {
+				continue
+			}
+			reads = append(reads, laneRead{l: laneRef{z: z, prio: Priority(prio), lane: int(lane)}, s: s})
+		}
+		info.Cap = max(zoneInfoBudget/max(len(reads), 1), zoneInfoMinCap)
+		for i := range reads {
+			rd := &reads[i]
+			rd.ptr = snap.Get(q.pointerKeyOf(rd.l, rd.s.PtrMs))
+			rd.keys = snap.GetRange(rd.l.laneRange(), kv.RangeOptions{Limit: info.Cap + 1})
+		}
+		nowMs := q.Now().UnixMilli()
+		for _, rd := range reads {
+			li := ZoneLaneInfo{
+				Priority: rd.l.prio, Lane: rd.l.lane, NextVest: time.UnixMilli(rd.s.PtrMs),
+				Leased: rd.s.leased(), Holder: rd.s.Holder, Short: rd.s.Short, Exact: true,
+			}
+			pv, err := rd.ptr.Get()
+			if err != nil {
+				return err
+			}
+			li.PointerMissing = pv == nil
+			keys, err := rd.keys.GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			if len(keys) > info.Cap {
+				keys, li.Exact = keys[:info.Cap], false
+			}
+			for _, p := range keys {
+				jk, err := z.parseJobKey(p.Key)
+				if err != nil {
+					continue
+				}
+				var v zjobValue
+				if v.unmarshal(p.Value) != nil {
+					continue
+				}
+				switch zstateOf(&v, jk.VestMs, nowMs) {
+				case StateReady:
+					li.ReadyJobs++
+					if vt := time.UnixMilli(jk.VestMs); li.OldestReady.IsZero() || vt.Before(li.OldestReady) {
+						li.OldestReady = vt
+					}
+				case StateLeased:
+					li.LeasedJobs++
+				default:
+					li.ScheduledJobs++
+				}
+			}
+			info.LaneStates = append(info.LaneStates, li)
+		}
+		return nil
+	})
+	if err != nil {
+		return ZoneInfo{}, fmt.Errorf("quick: zone %s/%q: %w", taskType, itemSpace, err)
+	}
+	return info, nil
+}

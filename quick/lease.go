@@ -193,7 +193,7 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 // call's own earlier commit, which ackApplied recognises.
 func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
 	if hasZones(acks) {
-		// Leases of the zones layout (zlease.go).
+		// Leases of the zones layout (lanelease.go).
 		return q.ackMixed(tr, acks, prevApplied)
 	}
 	scheds := make([]kv.Future[[]byte], len(acks))

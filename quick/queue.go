@@ -31,7 +31,7 @@ type Queue struct {
 	// deadHooks maps a task type to its DeadLetterHook (deadhook.go).
 	deadHooks sync.Map
 	// peekFrom maps a task type and priority to the oldest vested bucket
-	// of its pointer index that a claim last saw (zpointer.go, acquire).
+	// of its pointer index that a claim last saw (pointer.go, acquire).
 	peekFrom sync.Map
 }
 

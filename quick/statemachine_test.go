@@ -1,4 +1,4 @@
-package quick_test
+package quick
 
 import (
 	"bytes"
@@ -16,23 +16,22 @@ import (
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/kv"
-	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// TestStateMachine drives jobs through random interleavings of every queue
-// operation, worker disappearances and shutdowns, and clock advances, over a
-// database that injects every commit fault kv.WithFaults knows:
-// commit_unknown_result (applied and not), spurious conflicts, the
-// operation's own timeout and a cancellation striking a commit in flight
-// (applied and not), and commits that take 4.5 s of the fake clock. Some
-// jobs carry 60 kB payloads, so a transaction that does not bound its bytes
-// fails with 2101 (the engine enforces FDB's limits). It checks the queue
-// against a model after every step: no job lost or duplicated, no operation
-// under a stale lease succeeds or changes anything, attempts and dead
-// letters as configured, unique keys unique, checkpoints resumed by the next
-// holder. It fails if any fault kind was never injected.
-func TestStateMachine(t *testing.T) {
+// TestZonesStateMachine drives jobs of several tenants through random
+// interleavings of every zones-layout operation — enqueue (retried with the
+// same IDs), claims that take a lane from the pointer index or keep and
+// continue on one, lane hand-backs, every ack, extend, checkpoint, cancel,
+// lane resizing, workers that vanish or shut down, clock advances — over a
+// database that injects every commit fault kv.WithFaults knows. After every
+// step it checks the database against a model, key by key: no job lost or
+// duplicated, no write under a stale lease, attempts and dead letters as
+// configured, and the pointer invariant (zone.go): every lane holding a job
+// has a lane state and exactly one pointer at its PtrMs, no pointer without
+// its lane, and an unleased pointer is vested when its lane has a vested
+// job and otherwise vests no later than its earliest. At the end every job left runs.
+func TestZonesStateMachine(t *testing.T) {
 	var jobs, steps int64
 	var faults kv.FaultStats
 	cfg := kv.Faults{
@@ -46,27 +45,30 @@ func TestStateMachine(t *testing.T) {
 		SlowCommit:            0.02,
 	}
 	defer func() {
-		t.Logf("drove %d jobs through %d checked steps; faults injected: %+v", jobs, steps, faults)
+		t.Logf("drove %d zones jobs through %d checked steps; faults injected: %+v", jobs, steps, faults)
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		raw, space := fdbtest.Open(t)
 		f := cfg
 		f.Seed = rapid.Uint64().Draw(rt, "seed")
-		clk := clock.NewFake(epoch)
+		clk := clock.NewFake(zsmEpoch)
 		f.Advance = clk.Advance
 		faulty := kv.WithFaults(raw, f)
-		m := newModel(rt, raw, faulty, space, clk)
+		m := newZModel(rt, raw, faulty, space, clk)
 		rt.Repeat(map[string]func(*rapid.T){
 			"enqueue":  m.enqueue,
 			"claim":    m.claim,
-			"complete": m.ack(quick.AckComplete),
-			"fail":     m.ack(quick.AckFail),
-			"snooze":   m.ack(quick.AckSnooze),
-			"release":  m.ack(quick.AckRelease),
-			"dead":     m.ack(quick.AckDeadLetter),
+			"continue": m.continueHeld,
+			"handback": m.handBack,
+			"complete": m.ack(AckComplete),
+			"fail":     m.ack(AckFail),
+			"snooze":   m.ack(AckSnooze),
+			"release":  m.ack(AckRelease),
+			"dead":     m.ack(AckDeadLetter),
 			"extend":   m.extend,
 			"ckpt":     m.checkpoint,
 			"cancel":   m.cancel,
+			"lanes":    m.setLanes,
 			"vanish":   m.vanish,
 			"shutdown": m.shutdown,
 			"advance":  m.advance,
@@ -76,10 +78,8 @@ func TestStateMachine(t *testing.T) {
 		m.drain(rt)
 		jobs += int64(len(m.order))
 		steps += m.steps
-		faults = add(faults, faulty.Stats())
+		faults = zsmAdd(faults, faulty.Stats())
 	})
-	// With the default 400 checks every kind is injected dozens of times;
-	// a run shortened with -rapid.checks may legitimately miss one.
 	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
 		if n, _ := strconv.Atoi(flag.Lookup("rapid.checks").Value.String()); n < 100 {
 			t.Logf("fault kinds never injected in %d checks: %v", n, missing)
@@ -89,7 +89,9 @@ func TestStateMachine(t *testing.T) {
 	}
 }
 
-func add(a, b kv.FaultStats) kv.FaultStats {
+var zsmEpoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func zsmAdd(a, b kv.FaultStats) kv.FaultStats {
 	a.UnknownCommitted += b.UnknownCommitted
 	a.UnknownNotCommitted += b.UnknownNotCommitted
 	a.Conflicts += b.Conflicts
@@ -101,99 +103,116 @@ func add(a, b kv.FaultStats) kv.FaultStats {
 	return a
 }
 
-type mstate int
-
 const (
-	mPending mstate = iota
-	mDone
-	mDead
+	zsmLease = 30 * time.Second
+	zsmType  = "zsm"
 )
 
-type mjob struct {
-	id          quick.ID
-	state       mstate
-	prio        quick.Priority
+// zsmTenants: "" and t1 live under the queue's subspace, t2 in a subspace of
+// its own (Options.ZoneSpace), as a tenant's data would.
+var zsmTenants = []string{"", "t1", "t2"}
+
+type zmState int
+
+const (
+	zmPending zmState = iota
+	zmDone
+	zmDead
+)
+
+type zmJob struct {
+	id          ID
+	tenant      string
+	state       zmState
+	prio        Priority
 	unique      string
 	maxAttempts int
 	attempts    int
 	checkpoint  []byte
 	vestAt      time.Time // when it may be claimed (lease deadline while leased)
 	leased      bool
-	token       uint64 // token of the latest lease handed out
+	token       uint64
+	payload     []byte
 }
 
-// heldLease is a lease some worker believes it holds.
-type heldLease struct {
+type zmHeld struct {
 	worker string
-	lease  quick.Lease
+	lease  Lease
 }
 
-type model struct {
-	ctx   context.Context
-	clk   *clock.Fake
-	q     *quick.Queue // faulty
-	truth *quick.Queue // no faults, for reading the truth
-	jobs  map[quick.ID]*mjob
-	order []quick.ID
-	held  []heldLease
-	inj   *kv.FaultyDB
-	steps int64
+type zModel struct {
+	ctx      context.Context
+	clk      *clock.Fake
+	q        *Queue // faulty
+	truth    *Queue // no faults
+	jobs     map[ID]*zmJob
+	order    []ID
+	held     []zmHeld
+	pointers []PointerLease // lanes some worker believes it holds (Keep)
+	inj      *kv.FaultyDB
+	raw      kv.Database
+	steps    int64
 }
 
-const (
-	smLease = 30 * time.Second
-	smType  = "sm"
-)
-
-func smBackoff(attempt int) time.Duration { return time.Duration(attempt) * 10 * time.Second }
-
-func newModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *model {
+func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *zModel {
 	ctx := context.Background()
-	opts := quick.Options{Clock: clk, Lanes: 4, Backoff: smBackoff, MaxLease: time.Minute}
-	q, err := quick.Open(ctx, faulty, space, opts)
+	own := space.Sub("tenant-data")
+	opts := Options{
+		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
+		MaxLease: time.Minute, Layout: LayoutZones, ZoneLanes: 2, MaxZoneLanes: 4,
+		TaskTypes: map[string]TaskTypeOptions{zsmType: {Trackable: true}},
+		ZoneSpace: func(itemSpace string) tuple.Subspace {
+			if itemSpace == "t2" {
+				return own.Sub(itemSpace)
+			}
+			return space.Sub(int64(zoneSchema), "z", itemSpace)
+		},
+	}
+	q, err := Open(ctx, faulty, space, opts)
 	if err != nil {
 		rt.Fatal(err)
 	}
-	check, err := quick.Open(ctx, raw, space, opts)
+	truth, err := Open(ctx, raw, space, opts)
 	if err != nil {
 		rt.Fatal(err)
 	}
-	return &model{ctx: ctx, clk: clk, q: q, truth: check, jobs: map[quick.ID]*mjob{}, inj: faulty}
+	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw}
 }
 
-func (m *model) activeUnique(key string) *mjob {
+func (m *zModel) activeUnique(key string) *zmJob {
 	for _, id := range m.order {
 		j := m.jobs[id]
-		if j.state == mPending && j.unique == key && key != "" {
+		if j.state == zmPending && j.unique == key && key != "" {
 			return j
 		}
 	}
 	return nil
 }
 
-func (m *model) enqueue(rt *rapid.T) {
+func (m *zModel) enqueue(rt *rapid.T) {
 	n := rapid.IntRange(1, 5).Draw(rt, "n")
-	var in []quick.NewJob
+	var in []NewJob
 	for i := 0; i < n; i++ {
-		j := quick.NewJob{
+		j := NewJob{
 			ID:          m.q.NewID(),
-			TaskType:    smType,
-			Priority:    quick.Priority(rapid.IntRange(1, 3).Draw(rt, "prio")),
+			TaskType:    zsmType,
+			ItemSpace:   rapid.SampledFrom(zsmTenants).Draw(rt, "tenant"),
+			Priority:    Priority(rapid.IntRange(1, 3).Draw(rt, "prio")),
 			Delay:       time.Duration(rapid.SampledFrom([]int{0, 0, 5, 60}).Draw(rt, "delay")) * time.Second,
 			MaxAttempts: rapid.IntRange(1, 3).Draw(rt, "max"),
 			Payload:     []byte(fmt.Sprint("p", i)),
 		}
-		if rapid.IntRange(0, 9).Draw(rt, "large") == 0 {
-			j.Payload = bytes.Repeat([]byte{byte(i)}, 60_000)
+		switch rapid.IntRange(0, 9).Draw(rt, "size") {
+		case 0:
+			j.Payload = bytes.Repeat([]byte{byte(i)}, 60_000) // over every inline and byte budget
+		case 1:
+			j.Payload = bytes.Repeat([]byte{byte(i)}, InlinePayload+1) // just kept beside the key
 		}
 		if rapid.IntRange(0, 3).Draw(rt, "uniq") == 0 {
 			j.UniqueKey = rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "ukey")
 		}
 		in = append(in, j)
 	}
-	// Sometimes retry a whole batch with the same IDs, as a caller would
-	// after an error. Times are the queue's before the call: a slow commit
-	// moves the clock while it runs.
 	now := m.clk.Now()
 	res, err := m.q.Enqueue(m.ctx, in...)
 	if err != nil {
@@ -210,7 +229,8 @@ func (m *model) enqueue(rt *rapid.T) {
 		if r.Duplicate || r.ID != j.ID {
 			rt.Fatalf("enqueue of a new job returned %+v", r)
 		}
-		m.jobs[j.ID] = &mjob{id: j.ID, prio: j.Priority, unique: j.UniqueKey, maxAttempts: j.MaxAttempts, vestAt: now.Add(j.Delay)}
+		m.jobs[j.ID] = &zmJob{id: j.ID, tenant: j.ItemSpace, prio: j.Priority, unique: j.UniqueKey,
+			maxAttempts: j.MaxAttempts, vestAt: now.Add(j.Delay), payload: j.Payload}
 		m.order = append(m.order, j.ID)
 	}
 	if rapid.Bool().Draw(rt, "retry") {
@@ -226,52 +246,26 @@ func (m *model) enqueue(rt *rapid.T) {
 	}
 }
 
-// claimable lists the jobs the model says a claim may take now.
-func (m *model) claimable() []*mjob {
+// took checks the jobs a claim returned against the model and applies them.
+func (m *zModel) took(rt *rapid.T, worker string, res ZoneClaimed, maxN int) {
 	now := m.clk.Now()
-	var out []*mjob
-	for _, id := range m.order {
-		j := m.jobs[id]
-		if j.state == mPending && !j.vestAt.After(now) {
-			out = append(out, j)
-		}
+	if len(res.Jobs) > maxN {
+		rt.Fatalf("claim took %d jobs, Max %d", len(res.Jobs), maxN)
 	}
-	return out
-}
-
-func (m *model) claim(rt *rapid.T) {
-	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
-	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
-	want := m.claimable()
-	res, err := m.q.Claim(m.ctx, quick.ClaimOptions{TaskType: smType, Holder: worker, Max: maxN, Lease: smLease, ScanLimit: 1000})
-	if err != nil {
-		rt.Fatalf("claim: %v", err)
-	}
-	// Jobs whose attempts ran out while their holders vanished go to the
-	// dead letters instead.
-	exhausted := 0
-	var runnable []*mjob
-	for _, j := range want {
-		if j.attempts >= j.maxAttempts {
-			exhausted++
-			continue
-		}
-		runnable = append(runnable, j)
-	}
-	if res.DeadLettered > exhausted {
-		rt.Fatalf("claim dead-lettered %d jobs, only %d had spent their attempts", res.DeadLettered, exhausted)
-	}
-	if wantN := min(maxN, len(runnable)); len(res.Jobs) != wantN {
-		rt.Fatalf("claim took %d jobs, want %d of %d claimable", len(res.Jobs), wantN, len(runnable))
-	}
-	worst := quick.High
-	for _, l := range res.Jobs {
+	for i, l := range res.Jobs {
 		j := m.jobs[l.ID]
-		if j == nil || j.state != mPending || j.vestAt.After(m.clk.Now()) {
+		if j == nil || j.state != zmPending || j.vestAt.After(now) {
 			rt.Fatalf("claim returned job %s the model does not hold claimable: %+v", l.ID, j)
 		}
 		if j.attempts >= j.maxAttempts {
 			rt.Fatalf("claim ran job %s past its %d attempts", l.ID, j.maxAttempts)
+		}
+		first := res.Jobs[0]
+		if l.ItemSpace != first.ItemSpace || l.Priority != first.Priority || l.zl == nil || first.zl == nil || l.zl.lane.lane != first.zl.lane.lane {
+			rt.Fatalf("one claim took jobs of two lanes: %s and %s (job %d)", first.zl.lane, l.zl.lane, i)
+		}
+		if l.ItemSpace != j.tenant || !bytes.Equal(l.Payload, j.payload) {
+			rt.Fatalf("job %s came back with tenant %q and %d payload bytes, model %q and %d", l.ID, l.ItemSpace, len(l.Payload), j.tenant, len(j.payload))
 		}
 		j.attempts++
 		if l.Attempt != j.attempts {
@@ -281,59 +275,115 @@ func (m *model) claim(rt *rapid.T) {
 			rt.Fatalf("job %s resumed from checkpoint %q, want %q", l.ID, l.Checkpoint, j.checkpoint)
 		}
 		j.leased, j.token, j.vestAt = true, leasetoken.Of(l), l.Deadline
-		m.held = append(m.held, heldLease{worker: worker, lease: l})
-		worst = max(worst, l.Priority)
+		m.held = append(m.held, zmHeld{worker: worker, lease: l})
 	}
-	// A job left behind never outranks one taken.
-	if len(res.Jobs) == maxN {
-		taken := map[quick.ID]bool{}
-		for _, l := range res.Jobs {
-			taken[l.ID] = true
+	// Jobs whose attempts ran out while their holders vanished went to the
+	// dead letters instead: find them through the truth.
+	dead := res.DeadLettered
+	for _, id := range m.order {
+		j := m.jobs[id]
+		if dead == 0 {
+			break
 		}
-		for _, j := range runnable {
-			if !taken[j.id] && j.prio < worst {
-				rt.Fatalf("claim left %s job %s for a %s one", j.prio, j.id, worst)
+		if j.state == zmPending && j.attempts >= j.maxAttempts && !j.vestAt.After(now) {
+			if m.isDead(rt, j.id) {
+				j.state, j.leased = zmDead, false
+				dead--
 			}
 		}
 	}
-	// Now settle the exhausted ones in the model: dead unless taken.
-	for _, j := range want {
-		if j.attempts >= j.maxAttempts && j.state == mPending && !j.vestAt.After(m.clk.Now()) && res.DeadLettered > 0 {
-			info, err := m.truth.Get(m.ctx, j.id)
-			if err != nil {
-				rt.Fatal(err)
-			}
-			if info.State == quick.StateDead {
-				m.kill(j)
-				res.DeadLettered--
-			}
-		}
+	if dead != 0 {
+		rt.Fatalf("claim reported %d dead letters the model cannot find", dead)
 	}
-	if res.DeadLettered != 0 {
-		rt.Fatalf("claim reported dead letters the model cannot find")
+	if res.Pointer != nil {
+		m.pointers = append(m.pointers, *res.Pointer)
 	}
 }
 
-func (m *model) kill(j *mjob) {
-	j.state, j.leased = mDead, false
+// isDead reads whether a job's dead letter is stored.
+func (m *zModel) isDead(rt *rapid.T, id ID) bool {
+	var dead bool
+	err := m.raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get(m.truth.k.jobKey(id)).Get()
+		if err != nil || v == nil {
+			return err
+		}
+		var rec record
+		if err := rec.unmarshal(v); err != nil {
+			return err
+		}
+		dead = rec.State == stateDead
+		return nil
+	})
+	if err != nil {
+		rt.Fatalf("read the record of %s: %v", id, err)
+	}
+	return dead
 }
 
-// current reports whether a held lease is the job's latest one.
-func (m *model) current(h heldLease) bool {
+func (m *zModel) claim(rt *rapid.T) {
+	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
+	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
+	keep := rapid.Bool().Draw(rt, "keep")
+	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
+		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: worker, Max: maxN, Lease: zsmLease},
+		Peek:         64, Keep: keep,
+	})
+	if err != nil {
+		rt.Fatalf("claim: %v", err)
+	}
+	m.took(rt, worker, res, maxN)
+}
+
+// continueHeld claims again on a lane a worker kept.
+func (m *zModel) continueHeld(rt *rapid.T) {
+	if len(m.pointers) == 0 {
+		rt.Skip("no lane kept")
+	}
+	i := rapid.IntRange(0, len(m.pointers)-1).Draw(rt, "ptr")
+	p := m.pointers[i]
+	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
+	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
+	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
+		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: p.Holder, Max: maxN, Lease: zsmLease},
+		Pointer:      &p, Keep: rapid.Bool().Draw(rt, "keep"),
+	})
+	if IsPointerLost(err) {
+		return // its lease lapsed and another worker took the lane
+	}
+	if err != nil {
+		rt.Fatalf("continue on a kept lane: %v", err)
+	}
+	m.took(rt, p.Holder, res, maxN)
+}
+
+func (m *zModel) handBack(rt *rapid.T) {
+	if len(m.pointers) == 0 {
+		rt.Skip("no lane kept")
+	}
+	i := rapid.IntRange(0, len(m.pointers)-1).Draw(rt, "ptr")
+	p := m.pointers[i]
+	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
+	if err := m.q.ReleasePointer(m.ctx, p); err != nil && !IsPointerLost(err) {
+		rt.Fatalf("hand back a kept lane: %v", err)
+	}
+}
+
+func (m *zModel) current(h zmHeld) bool {
 	j := m.jobs[h.lease.ID]
-	return j != nil && j.state == mPending && j.leased && j.token == leasetoken.Of(h.lease)
+	return j != nil && j.state == zmPending && j.leased && j.token == leasetoken.Of(h.lease)
 }
 
-func (m *model) pickHeld(rt *rapid.T) (int, bool) {
+func (m *zModel) pickHeld(rt *rapid.T) (int, bool) {
 	if len(m.held) == 0 {
 		return 0, false
 	}
 	return rapid.IntRange(0, len(m.held)-1).Draw(rt, "held"), true
 }
 
-func (m *model) dropHeld(i int) { m.held = append(m.held[:i], m.held[i+1:]...) }
+func (m *zModel) dropHeld(i int) { m.held = append(m.held[:i], m.held[i+1:]...) }
 
-func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
+func (m *zModel) ack(kind AckKind) func(*rapid.T) {
 	return func(rt *rapid.T) {
 		i, ok := m.pickHeld(rt)
 		if !ok {
@@ -341,9 +391,8 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 		}
 		h := m.held[i]
 		cur := m.current(h)
-		a := quick.Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second}
 		now := m.clk.Now()
-		res, err := m.q.Ack(m.ctx, a)
+		res, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second})
 		if len(res) != 1 {
 			rt.Fatalf("%s: %v", kind, err)
 		}
@@ -352,17 +401,15 @@ func (m *model) ack(kind quick.AckKind) func(*rapid.T) {
 	}
 }
 
-// shutdown releases every lease a worker holds in one Ack call, as a
-// worker does when it stops: the call splits them into bounded batches.
-func (m *model) shutdown(rt *rapid.T) {
+func (m *zModel) shutdown(rt *rapid.T) {
 	w := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
-	var mine []heldLease
-	var acks []quick.Ack
+	var mine []zmHeld
+	var acks []Ack
 	keep := m.held[:0]
 	for _, h := range m.held {
 		if h.worker == w {
 			mine = append(mine, h)
-			acks = append(acks, quick.Ack{Lease: h.lease, Kind: quick.AckRelease})
+			acks = append(acks, Ack{Lease: h.lease, Kind: AckRelease})
 		} else {
 			keep = append(keep, h)
 		}
@@ -381,65 +428,61 @@ func (m *model) shutdown(rt *rapid.T) {
 		rt.Fatalf("shutdown release: %v", err)
 	}
 	for i, h := range mine {
-		m.acked(rt, h, cur[i], quick.AckRelease, res[i], now)
+		m.acked(rt, h, cur[i], AckRelease, res[i], now)
 	}
 }
 
-// acked checks one ack's result against the model and applies it; now is
-// the queue's time before the call.
-func (m *model) acked(rt *rapid.T, h heldLease, cur bool, kind quick.AckKind, res quick.AckResult, now time.Time) {
-	{
-		if !cur {
-			if !quick.IsLeaseLost(res.Err) {
-				rt.Fatalf("%s under a stale lease of %s: %+v, want lease lost", kind, h.lease.ID, res)
+func (m *zModel) acked(rt *rapid.T, h zmHeld, cur bool, kind AckKind, res AckResult, now time.Time) {
+	if !cur {
+		if !IsLeaseLost(res.Err) {
+			rt.Fatalf("%s under a stale lease of %s: %+v, want lease lost", kind, h.lease.ID, res)
+		}
+		return
+	}
+	if res.Err != nil {
+		rt.Fatalf("%s under the current lease of %s: %v", kind, h.lease.ID, res.Err)
+	}
+	j := m.jobs[h.lease.ID]
+	j.leased = false
+	switch kind {
+	case AckComplete:
+		j.state = zmDone
+	case AckDeadLetter:
+		j.state = zmDead
+	case AckFail:
+		if j.attempts >= j.maxAttempts {
+			if !res.Dead {
+				rt.Fatalf("fail on the last attempt did not dead-letter %s", j.id)
 			}
+			j.state = zmDead
 			return
 		}
-		if res.Err != nil {
-			rt.Fatalf("%s under the current lease of %s: %v", kind, h.lease.ID, res.Err)
+		if res.Dead {
+			rt.Fatalf("fail on attempt %d of %d dead-lettered %s", j.attempts, j.maxAttempts, j.id)
 		}
-		j := m.jobs[h.lease.ID]
-		j.leased = false
-		switch kind {
-		case quick.AckComplete:
-			j.state = mDone
-		case quick.AckDeadLetter:
-			m.kill(j)
-		case quick.AckFail:
-			if j.attempts >= j.maxAttempts {
-				if !res.Dead {
-					rt.Fatalf("fail on the last attempt did not dead-letter %s", j.id)
-				}
-				m.kill(j)
-				return
-			}
-			if res.Dead {
-				rt.Fatalf("fail on attempt %d of %d dead-lettered %s", j.attempts, j.maxAttempts, j.id)
-			}
-			j.vestAt = now.Add(15 * time.Second)
-		case quick.AckSnooze:
-			j.attempts--
-			j.vestAt = now.Add(15 * time.Second)
-		case quick.AckRelease:
-			j.attempts--
-			j.vestAt = now
-		}
-		if !res.RunAt.IsZero() && !res.RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
-			rt.Fatalf("%s: runs at %v, model %v", kind, res.RunAt, j.vestAt)
-		}
+		j.vestAt = now.Add(15 * time.Second)
+	case AckSnooze:
+		j.attempts--
+		j.vestAt = now.Add(15 * time.Second)
+	case AckRelease:
+		j.attempts--
+		j.vestAt = now
+	}
+	if !res.RunAt.IsZero() && !res.RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
+		rt.Fatalf("%s: runs at %v, model %v", kind, res.RunAt, j.vestAt)
 	}
 }
 
-func (m *model) extend(rt *rapid.T) {
+func (m *zModel) extend(rt *rapid.T) {
 	i, ok := m.pickHeld(rt)
 	if !ok {
 		rt.Skip("no lease held")
 	}
 	h := m.held[i]
 	cur := m.current(h)
-	l, err := m.q.Extend(m.ctx, h.lease, smLease)
+	l, err := m.q.Extend(m.ctx, h.lease, zsmLease)
 	if !cur {
-		if !quick.IsLeaseLost(err) {
+		if !IsLeaseLost(err) {
 			rt.Fatalf("extend under a stale lease: %v", err)
 		}
 		m.dropHeld(i)
@@ -450,9 +493,10 @@ func (m *model) extend(rt *rapid.T) {
 	}
 	m.held[i].lease = l
 	m.jobs[l.ID].vestAt = l.Deadline
+	m.jobs[l.ID].token = leasetoken.Of(l)
 }
 
-func (m *model) checkpoint(rt *rapid.T) {
+func (m *zModel) checkpoint(rt *rapid.T) {
 	i, ok := m.pickHeld(rt)
 	if !ok {
 		rt.Skip("no lease held")
@@ -460,9 +504,12 @@ func (m *model) checkpoint(rt *rapid.T) {
 	h := m.held[i]
 	cur := m.current(h)
 	state := []byte(fmt.Sprint("step-", rapid.IntRange(0, 100).Draw(rt, "step")))
-	l, err := m.q.Checkpoint(m.ctx, h.lease, state, smLease)
+	if rapid.IntRange(0, 4).Draw(rt, "bigckpt") == 0 {
+		state = bytes.Repeat(state, 300) // kept beside the key
+	}
+	l, err := m.q.Checkpoint(m.ctx, h.lease, state, zsmLease)
 	if !cur {
-		if !quick.IsLeaseLost(err) {
+		if !IsLeaseLost(err) {
 			rt.Fatalf("checkpoint under a stale lease: %v", err)
 		}
 		m.dropHeld(i)
@@ -473,17 +520,17 @@ func (m *model) checkpoint(rt *rapid.T) {
 	}
 	m.held[i].lease = l
 	j := m.jobs[l.ID]
-	j.vestAt, j.checkpoint = l.Deadline, state
+	j.vestAt, j.checkpoint, j.token = l.Deadline, state, leasetoken.Of(l)
 }
 
-func (m *model) cancel(rt *rapid.T) {
+func (m *zModel) cancel(rt *rapid.T) {
 	if len(m.order) == 0 {
 		rt.Skip("no jobs")
 	}
 	j := m.jobs[rapid.SampledFrom(m.order).Draw(rt, "job")]
 	err := m.q.Cancel(m.ctx, j.id)
-	if j.state == mDone {
-		if !quick.IsNotFound(err) {
+	if j.state == zmDone {
+		if !IsNotFound(err) {
 			rt.Fatalf("cancel of a finished job: %v", err)
 		}
 		return
@@ -491,11 +538,18 @@ func (m *model) cancel(rt *rapid.T) {
 	if err != nil {
 		rt.Fatalf("cancel %s: %v", j.id, err)
 	}
-	j.state, j.leased = mDone, false
+	j.state, j.leased = zmDone, false
 }
 
-// vanish drops a worker's leases without telling the queue, as a crash does.
-func (m *model) vanish(rt *rapid.T) {
+func (m *zModel) setLanes(rt *rapid.T) {
+	tenant := rapid.SampledFrom(zsmTenants).Draw(rt, "tenant")
+	n := rapid.IntRange(1, 4).Draw(rt, "lanes")
+	if err := m.q.SetZoneLanes(m.ctx, zsmType, tenant, n); err != nil {
+		rt.Fatalf("set %d lanes for %q: %v", n, tenant, err)
+	}
+}
+
+func (m *zModel) vanish(rt *rapid.T) {
 	w := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
 	keep := m.held[:0]
 	for _, h := range m.held {
@@ -504,19 +558,20 @@ func (m *model) vanish(rt *rapid.T) {
 		}
 	}
 	m.held = keep
+	ps := m.pointers[:0]
+	for _, p := range m.pointers {
+		if p.Holder != w {
+			ps = append(ps, p)
+		}
+	}
+	m.pointers = ps
 }
 
-func (m *model) advance(rt *rapid.T) {
-	d := time.Duration(rapid.SampledFrom([]int{1, 5, 20, 31, 61}).Draw(rt, "secs")) * time.Second
-	// A lapsed lease makes its job claimable again; its holder may still
-	// act until someone else claims it (model.current).
-	m.clk.Advance(d)
+func (m *zModel) advance(rt *rapid.T) {
+	m.clk.Advance(time.Duration(rapid.SampledFrom([]int{1, 5, 20, 31, 61}).Draw(rt, "secs")) * time.Second)
 }
 
-// toDeadline moves the clock to exactly a held lease's deadline, where the
-// job vests again: a claim there and a release put the job back on that
-// lease's very key, which only the token tells apart.
-func (m *model) toDeadline(rt *rapid.T) {
+func (m *zModel) toDeadline(rt *rapid.T) {
 	i, ok := m.pickHeld(rt)
 	if !ok {
 		rt.Skip("no lease held")
@@ -524,76 +579,174 @@ func (m *model) toDeadline(rt *rapid.T) {
 	m.clk.Set(m.held[i].lease.Deadline)
 }
 
-// check compares the database with the model.
-func (m *model) check(rt *rapid.T) {
+// zsmKey is a job key found in the database.
+type zsmKey struct {
+	lane laneRef
+	jk   zjobKey
+	v    zjobValue
+}
+
+// scan reads every zone, lane state and pointer of the model's task type
+// straight from the database and checks the pointer invariant.
+func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
+	nowMs := m.clk.Now().UnixMilli()
+	found := map[ID]zsmKey{}
+	type laneInfo struct {
+		earliest int64
+		state    *laneState
+	}
+	lanes := map[string]*laneInfo{}
+	laneRefs := map[string]laneRef{}
+	pointers := map[string]bool{}
+	err := m.raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
+		for _, tenant := range zsmTenants {
+			z := m.truth.zoneOf(zsmType, tenant)
+			kvs, err := tr.GetRange(z.jobs(), kv.RangeOptions{}).GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range kvs {
+				jk, err := z.parseJobKey(p.Key)
+				if err != nil {
+					rt.Fatalf("job key does not parse: %v", err)
+				}
+				var v zjobValue
+				if err := v.unmarshal(p.Value); err != nil {
+					rt.Fatalf("job value does not decode: %v", err)
+				}
+				if _, dup := found[jk.ID]; dup {
+					rt.Fatalf("job %s has two keys", jk.ID)
+				}
+				l := laneRef{z: z, prio: jk.Priority, lane: jk.Lane}
+				found[jk.ID] = zsmKey{lane: l, jk: jk, v: v}
+				k := string(l.stateKey())
+				li := lanes[k]
+				if li == nil {
+					li = &laneInfo{earliest: jk.VestMs}
+					lanes[k], laneRefs[k] = li, l
+				}
+				li.earliest = min(li.earliest, jk.VestMs)
+			}
+			states, err := tr.GetRange(rangeOf(z.space.Sub(int64(zLane))), kv.RangeOptions{}).GetSliceWithError()
+			if err != nil {
+				return err
+			}
+			for _, p := range states {
+				var s laneState
+				if err := s.unmarshal(p.Value); err != nil {
+					rt.Fatalf("lane state does not decode: %v", err)
+				}
+				t, err := z.space.Unpack(p.Key)
+				if err != nil || len(t) != 3 {
+					rt.Fatalf("lane state key %v", t)
+				}
+				l := laneRef{z: z, prio: Priority(t[1].(int64)), lane: int(t[2].(int64))}
+				k := string(l.stateKey())
+				li := lanes[k]
+				if li == nil {
+					// A lane state without jobs is allowed (the lane
+					// emptied; the next claim that picks it removes it).
+					li = &laneInfo{earliest: -1}
+					lanes[k], laneRefs[k] = li, l
+				}
+				li.state = &s
+				pk := string(m.truth.pointerKeyOf(l, s.PtrMs))
+				pointers[pk] = false
+			}
+		}
+		ptrs, err := tr.GetRange(rangeOf(m.truth.zk.ptr.Sub(zsmType)), kv.RangeOptions{}).GetSliceWithError()
+		if err != nil {
+			return err
+		}
+		for _, p := range ptrs {
+			if _, ok := pointers[string(p.Key)]; !ok {
+				e, _ := m.truth.zk.parsePointer(p)
+				rt.Fatalf("pointer %+v has no lane state naming it", e)
+			}
+			pointers[string(p.Key)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	for k, li := range lanes {
+		l := laneRefs[k]
+		if li.state == nil {
+			rt.Fatalf("lane %s holds jobs but has no lane state", l)
+		}
+		if !pointers[string(m.truth.pointerKeyOf(l, li.state.PtrMs))] {
+			rt.Fatalf("lane %s: its lane state names pointer ms %d, which is missing", l, li.state.PtrMs)
+		}
+		// An unleased pointer is vested when its lane has a vested job, and
+		// otherwise vests no later than the lane's earliest job. (A lane
+		// handed back with vested jobs left goes to the back of the vested
+		// pointers, at the hand-back's time: later than its earliest job.)
+		if li.earliest >= 0 && !li.state.leased() && li.state.PtrMs > max(li.earliest, nowMs) {
+			rt.Fatalf("lane %s: its unleased pointer vests at %d, after its earliest job at %d (now %d)", l, li.state.PtrMs, li.earliest, nowMs)
+		}
+	}
+	return found
+}
+
+func (m *zModel) check(rt *rapid.T) {
 	m.steps++
 	now := m.clk.Now()
-	page, err := m.truth.List(m.ctx, quick.ListOptions{TaskType: smType, Limit: 100_000})
+	found := m.scan(rt)
+	dead, err := m.truth.ListDead(m.ctx, ListDeadOptions{TaskType: zsmType, Limit: 100_000})
 	if err != nil {
 		rt.Fatal(err)
 	}
-	seen := map[quick.ID]quick.JobInfo{}
-	uniques := map[string]quick.ID{}
-	for _, info := range page.Jobs {
-		if _, dup := seen[info.ID]; dup {
-			rt.Fatalf("job %s has two schedule keys", info.ID)
-		}
-		seen[info.ID] = info
-		if info.UniqueKey != "" {
-			if other, ok := uniques[info.UniqueKey]; ok {
-				rt.Fatalf("unique key %q held by %s and %s", info.UniqueKey, other, info.ID)
-			}
-			uniques[info.UniqueKey] = info.ID
-		}
-	}
-	dead, err := m.truth.ListDead(m.ctx, quick.ListDeadOptions{TaskType: smType, Limit: 100_000})
-	if err != nil {
-		rt.Fatal(err)
-	}
-	deadIDs := map[quick.ID]bool{}
+	deadIDs := map[ID]bool{}
 	for _, d := range dead.Jobs {
 		deadIDs[d.ID] = true
 	}
 	for _, id := range m.order {
 		j := m.jobs[id]
-		info, live := seen[id]
+		k, live := found[id]
 		switch j.state {
-		case mPending:
+		case zmPending:
 			if !live {
-				info, err := m.truth.Get(m.ctx, id)
-				rt.Fatalf("job %s lost: the model holds it pending (%+v); the queue says %+v, %v", id, *j, info, err)
+				rt.Fatalf("job %s lost: the model holds it pending (%+v)", id, *j)
+			}
+			if k.lane.z.itemSpace != j.tenant || k.jk.Priority != j.prio {
+				rt.Fatalf("job %s is in zone %q at %s, model %q at %s", id, k.lane.z.itemSpace, k.jk.Priority, j.tenant, j.prio)
 			}
 			wantLeased := j.leased && j.vestAt.After(now)
-			if (info.State == quick.StateLeased) != wantLeased {
-				rt.Fatalf("job %s is %s, model leased=%v vest=%v now=%v", id, info.State, wantLeased, j.vestAt, now)
+			isLeased := k.v.Token != 0 && k.jk.VestMs > now.UnixMilli()
+			if isLeased != wantLeased {
+				rt.Fatalf("job %s leased=%v, model leased=%v vest=%v now=%v", id, isLeased, wantLeased, j.vestAt, now)
 			}
-			if !info.RunAt.Equal(j.vestAt.Truncate(time.Millisecond)) {
-				rt.Fatalf("job %s vests at %v, model %v", id, info.RunAt, j.vestAt)
+			if k.jk.VestMs != j.vestAt.UnixMilli() {
+				rt.Fatalf("job %s vests at %v, model %v", id, time.UnixMilli(k.jk.VestMs), j.vestAt)
 			}
-			delete(seen, id)
-		case mDead:
+			delete(found, id)
+		case zmDead:
 			if live || !deadIDs[id] {
 				rt.Fatalf("job %s should be dead (live=%v dead=%v)", id, live, deadIDs[id])
 			}
 			delete(deadIDs, id)
-		case mDone:
+		case zmDone:
 			if live || deadIDs[id] {
-				rt.Fatalf("finished job %s still stored", id)
+				rt.Fatalf("finished job %s still stored (live=%v dead=%v)", id, live, deadIDs[id])
 			}
 		}
 	}
-	if len(seen) != 0 || len(deadIDs) != 0 {
-		rt.Fatalf("the queue holds jobs the model does not: %d live, %d dead", len(seen), len(deadIDs))
+	if len(found) != 0 || len(deadIDs) != 0 {
+		rt.Fatalf("the queue holds jobs the model does not: %d live, %d dead", len(found), len(deadIDs))
 	}
 }
 
 // drain runs every remaining job to completion: nothing may be stuck.
-func (m *model) drain(rt *rapid.T) {
+func (m *zModel) drain(rt *rapid.T) {
 	m.check(rt)
 	m.inj.SetEnabled(false)
-	for round := 0; round < 20; round++ {
+	for round := 0; round < 200; round++ {
 		m.clk.Advance(10 * time.Minute)
-		res, err := m.truth.Claim(m.ctx, quick.ClaimOptions{TaskType: smType, Holder: "drain", Max: 1000, Lease: smLease, ScanLimit: 5000})
+		res, err := m.truth.ClaimZone(m.ctx, ZoneClaimOptions{
+			ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: "drain", Max: 1000, Lease: zsmLease},
+			Peek:         64,
+		})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -601,16 +754,16 @@ func (m *model) drain(rt *rapid.T) {
 			if err := m.truth.Complete(m.ctx, l); err != nil {
 				rt.Fatalf("drain complete: %v", err)
 			}
-			m.jobs[l.ID].state = mDone
+			m.jobs[l.ID].state = zmDone
 		}
-		if len(res.Jobs) == 0 && !res.More {
+		if len(res.Jobs) == 0 && res.DeadLettered == 0 && res.NextVest.IsZero() {
 			break
 		}
 	}
 	var stuck []string
 	for _, id := range m.order {
 		j := m.jobs[id]
-		if j.state == mPending && j.attempts < j.maxAttempts {
+		if j.state == zmPending && j.attempts < j.maxAttempts {
 			stuck = append(stuck, id.String())
 		}
 	}

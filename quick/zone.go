@@ -16,7 +16,7 @@ import (
 // index, ordered by when the lane next has work (to the second once it has
 // vested work, then by a hash of zone and lane). A worker reads a few
 // entries from a random place in the oldest vested second, picks one at
-// random (so workers rarely collide; zpointer.go, acquire), leases the
+// random (so workers rarely collide; pointer.go, acquire), leases the
 // lane for a short time (PointerLease), takes a batch of its
 // vested jobs with per-job leases exactly as the lanes layout does, and
 // hands the lane back with its next vesting time: a lane with more vested

@@ -2,145 +2,170 @@ package worker
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
-	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
-	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The enqueue-to-start benchmarks run on the real clock over memkv with
-// FDB-like latencies (memkv.FDBLatency). Latency is measured from just
-// before Enqueue to the handler's start, so it includes the enqueue's
-// commit. Run them with
+// BenchmarkDrain drains b.N no-op jobs, enqueued beforehand in batches of
+// 100 (not timed), with one worker of 100 handler slots on the real clock,
+// in the lanes layout and the zones layout (per-job leases and short-job
+// mode; one tenant or 100; one lane a zone, the default, or 16), on memkv with and without FDB's latencies
+// (memkv.FDBLatency). It reports jobs/s and the kv operations per job of
+// the drain (claims, acks, hand-backs; enqueues excluded). Run it with
 //
-//	go test -run '^$' -bench EnqueueToStart -benchtime 200x ./worker/
+//	go test -run '^$' -bench Drain -benchtime 20000x ./worker/
+func BenchmarkDrain(b *testing.B) {
+	type layout struct {
+		name      string
+		zones     bool
+		short     bool
+		tenants   int
+		zoneLanes int
+	}
+	layouts := []layout{
+		{name: "lanes", tenants: 1},
+		{name: "zones", zones: true, tenants: 1},
+		{name: "zones-16-lanes", zones: true, tenants: 1, zoneLanes: 16},
+		{name: "zones-100-tenants", zones: true, tenants: 100},
+		{name: "zones-short", zones: true, short: true, tenants: 1},
+		{name: "zones-short-16-lanes", zones: true, short: true, tenants: 1, zoneLanes: 16},
+	}
+	for _, lat := range []bool{false, true} {
+		for _, l := range layouts {
+			name := l.name + "/no-latency"
+			if lat {
+				name = l.name + "/fdb-latency"
+			}
+			b.Run(name, func(b *testing.B) {
+				mo := memkv.Options{Seed: 1}
+				if lat {
+					mo.Latency = memkv.FDBLatency()
+				}
+				raw, space := fdbtest.OpenMem(b, mo)
+				db := kv.WithCounters(raw)
+				opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				if l.zones {
+					opts.Layout = quick.LayoutZones
+					opts.ZoneLanes = l.zoneLanes
+					if l.short {
+						opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
+					}
+				}
+				ctx := context.Background()
+				q, err := quick.Open(ctx, db, space, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < b.N; i += 100 {
+					jobs := make([]quick.NewJob, min(100, b.N-i))
+					for j := range jobs {
+						jobs[j] = quick.NewJob{TaskType: "bench", Payload: make([]byte, 100)}
+						if l.tenants > 1 {
+							jobs[j].ItemSpace = fmt.Sprintf("tenant-%d", (i+j)%l.tenants)
+						}
+					}
+					if _, err := q.Enqueue(ctx, jobs...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var done atomic.Int64
+				all := make(chan struct{})
+				n := int64(b.N)
+				h := func(ctx context.Context, j *RawJob) error {
+					if done.Add(1) == n {
+						close(all)
+					}
+					return nil
+				}
+				before := db.Stats()
+				b.ResetTimer()
+				t0 := time.Now()
+				var w *Worker
+				if l.zones {
+					w, err = New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := RegisterRaw(w, "bench", h, HandlerOptions{Concurrency: 100}); err != nil {
+						b.Fatal(err)
+					}
+					go func() { _ = w.Run(ctx) }()
+				} else {
+					w = startBenchWorkers(b, q, 1, Config{}, HandlerOptions{Concurrency: 100}, h)[0]
+				}
+				select {
+				case <-all:
+				case <-time.After(5 * time.Minute):
+					b.Fatalf("drained %d of %d jobs in 5 minutes", done.Load(), n)
+				}
+				// The last acks are in once the acker is idle.
+				fctx, cancel := context.WithTimeout(ctx, time.Minute)
+				_ = w.acker.flush(fctx)
+				cancel()
+				el := time.Since(t0)
+				b.StopTimer()
+				d := db.Stats().Sub(before)
+				s := w.Stats()
+				stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_ = w.Stop(stopCtx)
+				cancel()
+				per := func(v int64) float64 { return float64(v) / float64(b.N) }
+				b.ReportMetric(float64(b.N)/el.Seconds(), "jobs/s")
+				b.ReportMetric(per(d.Mutations), "mutations/job")
+				b.ReportMetric(per(d.Commits), "commits/job")
+				b.ReportMetric(per(d.KeysRead), "keys-read/job")
+				b.ReportMetric(per(d.BytesWritten), "bytes-written/job")
+				b.ReportMetric(per(s.ClaimBatches+s.EmptyClaims), "claims/job")
+				b.ReportMetric(per(s.AckBatches), "acks/job")
+				b.ReportMetric(per(d.Conflicts), "kv-conflicts/job")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
+// BenchmarkZonesEnqueueToStartIdle is BenchmarkEnqueueToStartIdle on the
+// zones layout: one job at a time into an idle worker, after a random pause
+// of 0.2-1 s, memkv with FDB's latencies (or, with -tags fdb, the
+// FoundationDB that fdbtest finds), real clock. Run it with
 //
-// They report p50 and p99 in milliseconds; nothing is asserted.
-
-type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (l *latencies) add(d time.Duration) {
-	l.mu.Lock()
-	l.d = append(l.d, d)
-	l.mu.Unlock()
-}
-
-func (l *latencies) report(b *testing.B) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.d) == 0 {
-		return
-	}
-	slices.Sort(l.d)
-	q := func(p float64) float64 {
-		return float64(l.d[min(int(p*float64(len(l.d))), len(l.d)-1)]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(q(0.50), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(0, "ns/op")
-}
-
-// benchDB is memkv with FDB's published latencies, or, built with -tags
-// fdb, the real FoundationDB that fdbtest finds.
-func benchDB(b *testing.B) (kv.Database, tuple.Subspace) {
-	if fdbkv.Built {
-		return fdbtest.Open(b)
-	}
-	return fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
-}
-
-// benchQueue is a lanes queue on benchDB.
-func benchQueue(b *testing.B) *quick.Queue {
-	db, space := benchDB(b)
-	q, err := quick.Open(context.Background(), db, space, quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return q
-}
-
-// startBenchWorkers starts n workers of task type "bench" and waits until
-// their views of each other agree (every lane watched once).
-func startBenchWorkers(b *testing.B, q *quick.Queue, n int, cfg Config, opts HandlerOptions, h Handler[[]byte]) []*Worker {
-	var ws []*Worker
-	for range n {
-		c := cfg
-		c.Queue = q
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		w, err := New(c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := RegisterRaw(w, "bench", h, opts); err != nil {
-			b.Fatal(err)
-		}
-		ws = append(ws, w)
-		go func() { _ = w.Run(context.Background()) }()
-	}
-	b.Cleanup(func() {
-		for _, w := range ws {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = w.Stop(ctx)
-			cancel()
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		total, agreed := 0, true
-		for _, w := range ws {
-			r := w.byType["bench"]
-			total += len(r.tracker.Lanes())
-			agreed = agreed && len(r.tracker.Live()) == n && r.refuse() == ""
-		}
-		if agreed && total == q.Lanes() {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("workers did not settle their lanes")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return ws
-}
-
-// BenchmarkEnqueueToStartIdle enqueues one job at a time into an idle
-// worker, after a random pause of 0.2-1 s so the worker is asleep.
-func BenchmarkEnqueueToStartIdle(b *testing.B) {
-	for _, wake := range []bool{true, false} {
-		name := "wake"
-		if !wake {
-			name = "poll-only"
+//	go test -run '^$' -bench ZonesEnqueueToStart -benchtime 50x ./worker/
+func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
+	for _, short := range []bool{false, true} {
+		name := "per-job"
+		if short {
+			name = "short"
 		}
 		b.Run(name, func(b *testing.B) {
-			q := benchQueue(b)
-			started := make(chan time.Time, 1)
-			startBenchWorkers(b, q, 1, Config{DisableWake: !wake}, HandlerOptions{}, func(ctx context.Context, j *RawJob) error {
-				started <- time.Now()
-				return nil
-			})
+			raw, space := benchDB(b)
+			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
+			if short {
+				opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
+			}
+			ctx := context.Background()
+			q, err := quick.Open(ctx, raw, space, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			started := startIdleZonesWorker(b, ctx, q)
 			var lat latencies
 			b.ResetTimer()
-			for range b.N {
+			for i := range b.N {
 				b.StopTimer()
 				time.Sleep(200*time.Millisecond + rand.N(800*time.Millisecond))
 				b.StartTimer()
 				t0 := time.Now()
-				if _, err := q.Enqueue(context.Background(), quick.NewJob{TaskType: "bench"}); err != nil {
+				if _, err := q.Enqueue(ctx, quick.NewJob{TaskType: "bench", ItemSpace: fmt.Sprintf("t%d", i%10)}); err != nil {
 					b.Fatal(err)
 				}
 				lat.add((<-started).Sub(t0))
@@ -150,61 +175,33 @@ func BenchmarkEnqueueToStartIdle(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueueToStartLoad keeps 4 workers (concurrency 50 each, 2 ms
-// handlers) busy with 8 producers, each enqueueing one job at a time with a
-// 4 ms pause (about 900 jobs/s in all, as fast as 8 producers go on this
-// latency). The first 1,000 jobs warm up and are not measured, so workers
-// asleep from before the load do not count.
-func BenchmarkEnqueueToStartLoad(b *testing.B) {
-	for _, wake := range []bool{true, false} {
-		name := "wake"
-		if !wake {
-			name = "poll-only"
-		}
-		b.Run(name, func(b *testing.B) {
-			const warmup = 1000
-			q := benchQueue(b)
-			var lat latencies
-			var wg sync.WaitGroup
-			total := warmup + b.N
-			ws := startBenchWorkers(b, q, 4, Config{DisableWake: !wake}, HandlerOptions{Concurrency: 50}, func(ctx context.Context, j *RawJob) error {
-				if binary.LittleEndian.Uint64(j.Args[8:]) >= warmup {
-					lat.add(time.Since(time.Unix(0, int64(binary.LittleEndian.Uint64(j.Args)))))
-				}
-				time.Sleep(2 * time.Millisecond)
-				wg.Done()
-				return nil
-			})
-			const producers = 8
-			wg.Add(total)
-			b.ResetTimer()
-			var pwg sync.WaitGroup
-			for p := range producers {
-				pwg.Add(1)
-				go func() {
-					defer pwg.Done()
-					for i := p; i < total; i += producers {
-						time.Sleep(4 * time.Millisecond)
-						payload := binary.LittleEndian.AppendUint64(nil, uint64(time.Now().UnixNano()))
-						payload = binary.LittleEndian.AppendUint64(payload, uint64(i))
-						if _, err := q.Enqueue(context.Background(), quick.NewJob{TaskType: "bench", Payload: payload}); err != nil {
-							panic(fmt.Sprintf("enqueue: %v", err))
-						}
-					}
-				}()
-			}
-			pwg.Wait()
-			wg.Wait()
-			b.StopTimer()
-			lat.report(b)
-			var claims, acks int64
-			for _, w := range ws {
-				s := w.Stats()
-				claims += s.ClaimBatches + s.EmptyClaims
-				acks += s.AckBatches
-			}
-			b.ReportMetric(float64(claims)/float64(total), "claims/job")
-			b.ReportMetric(float64(acks)/float64(total), "acks/job")
-		})
+// startIdleZonesWorker runs a zones worker of task type "bench" on q whose
+// handler reports when each job starts, and waits until it claims.
+func startIdleZonesWorker(b *testing.B, ctx context.Context, q *quick.Queue) <-chan time.Time {
+	b.Helper()
+	started := make(chan time.Time, 1)
+	w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
 	}
+	if err := RegisterRaw(w, "bench", func(ctx context.Context, j *RawJob) error {
+		started <- time.Now()
+		return nil
+	}, HandlerOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = w.Run(ctx) }()
+	b.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = w.Stop(sctx)
+		cancel()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for w.byType["bench"].zoneRefuse() != "" {
+		if time.Now().After(deadline) {
+			b.Fatal("the worker did not start claiming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return started
 }

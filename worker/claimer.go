@@ -30,7 +30,7 @@ func (r *runner) claimLoop() {
 	for !w.stopping() {
 		if r.zones {
 			// The zones layout: this loop drains schema-1 jobs only, while
-			// any are left (zlegacy.go).
+			// any are left (s1_legacy.go).
 			changed := r.legacy.changed()
 			if on, _ := r.legacy.get(); !on {
 				if !r.sleep(-1, nil, changed) {

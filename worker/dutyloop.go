@@ -73,7 +73,7 @@ func (w *Worker) dutyLoop() {
 func (w *Worker) mayRunDuties() bool {
 	for _, r := range w.snapshotRunners() {
 		if r.zones {
-			// The zones layout's clock check (zclock.go) stands in for
+			// The zones layout's clock check (clockguard.go) stands in for
 			// the registry, which a zones runner joins only while
 			// schema-1 jobs are left.
 			if known, standby := w.zclock.state(); !known || standby {

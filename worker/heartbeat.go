@@ -19,7 +19,7 @@ func (r *runner) heartbeatLoop() {
 	for {
 		if r.zones {
 			// The zones layout needs the registry only while schema-1 jobs
-			// are left (zlegacy.go): leave it, and wait until they are.
+			// are left (s1_legacy.go): leave it, and wait until they are.
 			if on, _ := r.legacy.get(); !on {
 				if joined {
 					if err := r.leave(true); err != nil && w.bg.Err() == nil {

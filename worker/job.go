@@ -44,7 +44,7 @@ type jobState struct {
 	mu    sync.Mutex
 	lease quick.Lease // current: renewals and checkpoints move it
 	phase phase
-	// lane is the short lane the job was handed out under (zshort.go):
+	// lane is the short lane the job was handed out under (short.go):
 	// while set, the lane lease is the job's lease and the keeper leaves
 	// it alone. A hand-back moves the job to a lease of its own and clears
 	// it.

@@ -94,7 +94,7 @@ func (k *keeper) round(now time.Time) (next time.Time, renewed bool) {
 				earliest(now.Add(busyRetry))
 				continue
 			}
-			// A job under a short lane is renewed with its lane (zshort.go).
+			// A job under a short lane is renewed with its lane (short.go).
 			if st.phase != phaseRunning || st.lane != nil || w.killed.Load() {
 				st.mu.Unlock()
 				continue

@@ -52,7 +52,7 @@ type runner struct {
 
 	refusal string // the reason claims are refused now, for logging changes
 
-	// The zones layout (zones.go, zshort.go, zlegacy.go).
+	// The zones layout (zones.go, short.go, s1_legacy.go).
 	zones    bool
 	reserved int           // under mu: slots reserved by claims in flight
 	slotCh   chan struct{} // under mu: closed when a slot frees
@@ -68,7 +68,7 @@ type runner struct {
 	// shortStarts counts the runs started under a short lane.
 	shortStarts atomic.Int64
 	legacy      legacy
-	// legacyState is the schema-1 check loop's sleep (zlegacy.go).
+	// legacyState is the schema-1 check loop's sleep (s1_legacy.go).
 	legacyState park
 
 	attrOnce sync.Once

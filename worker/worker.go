@@ -145,7 +145,7 @@ type Worker struct {
 	keeper *keeper
 	stats  statCounters
 
-	zclock    *zclock // the zones layout's clock check (zclock.go); nil otherwise
+	zclock    *zclock // the zones layout's clock check (clockguard.go); nil otherwise
 	duties    []Duty  // guarded by mu until Run
 	dutyState park    // the duty loop's sleep, for tests (quiet)
 	pause     pauses  // paused task types (pause.go)
@@ -472,7 +472,7 @@ wait:
 	for _, r := range runners {
 		if r.zones {
 			// After the flush: a short lane goes back only once the acks
-			// of its jobs are in (zshort.go).
+			// of its jobs are in (short.go).
 			r.shorts.stop()
 			r.shorts.handBackAll()
 		}

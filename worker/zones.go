@@ -28,10 +28,10 @@ import (
 // zoneClaimers is.
 //
 // Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
-// claim's lane lease; zshort.go keeps those lanes.
+// claim's lane lease; short.go keeps those lanes.
 //
-// Keys: those of ClaimZone and ReleasePointer (quick/zclaim.go,
-// quick/zpointer.go), and the task type's sleep and wake keys when idle
+// Keys: those of ClaimZone and ReleasePointer (quick/claim.go,
+// quick/pointer.go), and the task type's sleep and wake keys when idle
 // (waker.go); nothing of its own.
 
 // zoneClaimers is how many claims a zones runner keeps in flight at most.
@@ -238,7 +238,7 @@ func (c *zoneClaimer) claim(n int) bool {
 	sl := c.sl
 	if sl != nil {
 		// The lane's mutex serialises this claim with its renewal and
-		// hand-back (zshort.go): each returns the lane lease the next one
+		// hand-back (short.go): each returns the lane lease the next one
 		// continues from.
 		sl.mu.Lock()
 		if sl.retired {
@@ -370,7 +370,7 @@ func (c *zoneClaimer) claim(n int) bool {
 
 // letGo gives up the lane this goroutine works on: a per-job lane goes
 // back to the index now; a short lane is retired, and handed back once its
-// jobs are done (zshort.go).
+// jobs are done (short.go).
 func (c *zoneClaimer) letGo() {
 	r := c.r
 	if c.ptr != nil {

@@ -34,7 +34,7 @@ func (a *app) workersCommand() *cli.Command {
 }
 
 // registrySpace is where the worker runtime keeps the lanes registry:
-// S(1,"w") beside the queue's keys (see quick/keys.go).
+// S(1,"w") beside the queue's keys (see quick/s1_keys.go).
 func registrySpace(q *quick.Queue) tuple.Subspace { return q.Root().Sub("w") }
 
 // workerRow is one registered worker as read from the registry.

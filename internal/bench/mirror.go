@@ -10,7 +10,7 @@ import (
 
 // mirror carries out lease operations on quick's layout for the strategies
 // that claim differently from quick.Claim. Each operation does what its
-// quick counterpart does, key for key (quick/claim.go, quick/lease.go), so
+// quick counterpart does, key for key (quick/s1_claim.go, quick/lease.go), so
 // the per-job counts differ only where the claim strategy differs.
 type mirror struct {
 	l        layout

@@ -26,7 +26,7 @@ import (
 //     over its lanes every MaxIdleSleep; one of the zones layout claims
 //     through the pointer index every MaxIdleSleep and keeps no membership:
 //     besides its claims it runs the bounded clock check of package worker
-//     (worker/zclock.go: every 5 heartbeat periods one snapshot range read
+//     (worker/clockguard.go: every 5 heartbeat periods one snapshot range read
 //     of at most 64 sample slots and one blind Set), modelled here on keys
 //     of the simulation's own.
 //     The fake clock steps through simulated seconds, so the figures are

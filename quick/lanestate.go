@@ -50,7 +50,7 @@ import (
 // read is at worst one doubling short, which the next enqueue repairs).
 // The jobs of the transaction that grows are placed by the old count; the
 // next transactions spread theirs over the new lanes. A lane handed back
-// with vested jobs left is filed at the start of its second (zpointer.go),
+// with vested jobs left is filed at the start of its second (pointer.go),
 // up to 999 ms before the hand-back, hence 2 s and not zoneGrowWait alone.
 //
 // Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.

@@ -7,7 +7,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Acks of zones leases (zlease.go says what each writes).
+// Acks of zones leases (lanelease.go says what each writes).
 
 // zackTx applies acks of zones leases in tr; prevApplied as in ackTx.
 //

@@ -231,7 +231,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	leased = append(leased, c.Jobs...)
 	// The old backlog sat in lane 0: the claim that grew the zone split the
 	// rest of it (80 jobs, under one split's bound) into the empty lane 1
-	// (zsplit.go); lane 0 keeps the leased jobs, its pointer at their
+	// (split.go); lane 0 keeps the leased jobs, its pointer at their
 	// deadline. A moved job is not moved again: claims of lane 1 neither
 	// split it nor grow the zone.
 	if n := e.pointers(t, "email"); n != 2 {
@@ -305,7 +305,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 // on it through Pointer; a lost lane lease says so.
 func TestZoneKeepContinuesOnTheLane(t *testing.T) {
 	// One lane at most: a's jobs wait a second, and a claim would split
-	// them into another lane otherwise (zsplit.go).
+	// them into another lane otherwise (split.go).
 	e := newZCEnv(t, Options{MaxZoneLanes: 1})
 	jobs := make([]NewJob, 25)
 	for i := range jobs {

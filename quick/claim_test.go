@@ -190,7 +190,7 @@ func TestZoneDelayedJobsAndPriorities(t *testing.T) {
 // A big tenant's backlog does not delay small tenants: the lane of the
 // big one goes to the back of the vested pointers after each claim, behind
 // every second that vested earlier (within one second, claims pick among
-// the pointers at random: zpointer.go).
+// the pointers at random: pointer.go).
 func TestZoneFairnessSmallTenantsAreNotStuckBehindABigOne(t *testing.T) {
 	e := zonesEnv(t, quick.Options{})
 	big := make([]quick.NewJob, 500)

@@ -27,9 +27,9 @@ import (
 //	                    the unique key, outcome and lookup index only when the job has them
 //	extend, checkpoint  clear + set of the job key (+ Z (4, id) for a checkpoint over InlinePayload)
 //	fail/snooze/release clear + set of the job key (and the lane's pointer when it must move earlier)
-//	dead letter         zdead.go
+//	dead letter         deadletter.go
 //
-// zack.go applies acks, zextend.go renewals (Extend, Checkpoint); this file
+// ack.go applies acks, extend.go renewals (Extend, Checkpoint); this file
 // holds what they share: the hold checks and the dispatch of batches that
 // mix both layouts.
 

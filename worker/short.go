@@ -31,8 +31,8 @@ import (
 // in the lane, vested: handed back, the lane would run it again); the
 // shortKeeper extends the lane and tries again once the acks are in.
 //
-// Keys: those of ExtendPointer, HandBack and ReleasePointer (quick/zshort.go,
-// quick/zpointer.go); nothing of its own.
+// Keys: those of ExtendPointer, HandBack and ReleasePointer (quick/short.go,
+// quick/pointer.go); nothing of its own.
 
 // maxShortHold bounds how long a worker keeps one short lane, in pointer
 // leases, so a lane busy for ever still changes hands now and then.

@@ -25,7 +25,7 @@ import (
 // drain in parallel. A split happens only in a lane that is backlogged by
 // the growth rule's measure (the claim leaves vested jobs behind and the
 // oldest it took waited at least zoneGrowWait), outside short-job mode
-// (whose lane lease protects jobs that do not move, zshort.go), and into a
+// (whose lane lease protects jobs that do not move, short.go), and into a
 // lane that holds nothing: one with no lane state, found by a snapshot read
 // of the zone's lane states for the priority, or, failing one, into an idle
 // lane (unleased, its pointer in the future: it holds only leased or

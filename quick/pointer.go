@@ -86,7 +86,7 @@ type coverItem struct {
 	state  kv.Future[[]byte]
 	// backlogged is set by applyCover when the lane's pointer, not leased,
 	// had vested at least zoneStaleMs before: no claim took the lane in
-	// that time (zlanes.go, growth at enqueue).
+	// that time (lanestate.go, growth at enqueue).
 	backlogged bool
 }
 
@@ -533,7 +533,7 @@ func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, re
 		tr.Clear(q.pointerKeyOf(p.lane, old))
 		tr.Clear(p.lane.stateKey())
 		if p.Short {
-			tr.Clear(p.lane.handoutKey()) // zshort.go: a removed lane keeps no mark
+			tr.Clear(p.lane.handoutKey()) // short.go: a removed lane keeps no mark
 		}
 		return nil
 	}
