@@ -44,7 +44,7 @@ func newFixture(t *testing.T) fixture {
 	if _, err := q.Enqueue(ctx, jobs...); err != nil {
 		t.Fatal(err)
 	}
-	c, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Lease: time.Minute})
+	c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Lease: time.Minute})
 	if err != nil || len(c.Jobs) != 3 {
 		t.Fatal(err)
 	}

@@ -16,12 +16,12 @@ import (
 func TestZoneClaimCutShortReleasesWhatItMayHaveTaken(t *testing.T) {
 	for name, f := range commitFaults {
 		t.Run(name, func(t *testing.T) {
-			e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones})
+			e := newFaultEnv(t, f, quick.Options{})
 			// Releasing a zones lease is the lease operations' part.
 			if _, err := e.truth.Enqueue(e.ctx, quick.NewJob{TaskType: "probe"}); err != nil {
 				t.Fatal(err)
 			}
-			probe, err := e.truth.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "probe", Holder: "w", Lease: time.Minute}})
+			probe, err := e.truth.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "probe", Holder: "w", Lease: time.Minute})
 			if err != nil || len(probe.Jobs) != 1 {
 				t.Fatalf("probe claim = %+v, %v", probe, err)
 			}
@@ -33,11 +33,11 @@ func TestZoneClaimCutShortReleasesWhatItMayHaveTaken(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(e.ctx)
 			q := quickOverHook(t, e, func() { cancel() })
-			_, err = q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}})
+			_, err = q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
 			if !kv.IsMaybeCommitted(err) {
 				t.Fatalf("claim cut short = %v, want a maybe-committed error", err)
 			}
-			c, err := e.truth.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w2", Lease: time.Minute}})
+			c, err := e.truth.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w2", Lease: time.Minute})
 			if err != nil || len(c.Jobs) != 1 || c.Jobs[0].Attempt != 1 {
 				t.Fatalf("after the cut-short claim: %+v, %v; want the job ready with no attempt spent", c, err)
 			}

@@ -2,13 +2,14 @@ package quick
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Enqueue into the zones layout (Options.Layout == LayoutZones).
+// Enqueue: every job goes into the zone of its item space and task type.
 //
 // A job is one key, Z (0, prio, lane, vestMs, id), whose value (zjobValue)
 // holds everything a claim needs, payload included up to InlinePayload
@@ -357,7 +358,7 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 		UniqueKey:   j.UniqueKey,
 		Flags:       q.waitFlag(j.NewJob),
 	}
-	if q.opts.TaskTypes[j.TaskType].Trackable {
+	if q.tracked(j.TaskType) {
 		v.Flags |= flagTrackable
 	}
 	if nowMs != j.ID.Time().UnixMilli() {
@@ -421,4 +422,120 @@ func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, pr
 		call.given[i] = !j.ID.IsZero()
 	}
 	return q.zenqueueTx(tr, now, prepared, &call)
+}
+
+// EnqueueTx enqueues jobs inside the caller's transaction: they commit with
+// the caller's own writes or not at all. The caller owns the retry loop, so
+// give each job an ID made once outside it (NewJob.ID): a retry then returns
+// the job the first attempt created, even if that attempt committed and the
+// job has since run. Jobs without an ID get a fresh one per call.
+//
+// Keys: those of zenqueueTx: one job key per job in its zone (and its
+// payload blob over InlinePayload), one marker S (2, "m", id) per call
+// named by its first job given an ID (a call whose marker is stored returns
+// those jobs as duplicates), the lane states and pointers the jobs need
+// (cover), S (1, "u", type, key) for unique jobs, and, until this process
+// has seen a task type registered, S (1, "t", type).
+func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error) {
+	now := q.Now()
+	prepared := make([]job, len(jobs))
+	for i, in := range jobs {
+		j, err := q.prepare(now, in)
+		if err != nil {
+			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
+		}
+		prepared[i] = j
+	}
+	return q.zenqueueTxCall(tr, now, jobs, prepared)
+}
+
+// enqueueBatchBytes bounds one standalone enqueue transaction, far under
+// FDB's 10 MB limit and its 1 MB advice.
+const enqueueBatchBytes = 512 << 10
+
+// Enqueue enqueues jobs in transactions of its own, as many per transaction
+// as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
+// after commit_unknown_result never creates a second job. If a later batch
+// fails, the earlier ones stay committed: the result lists them, and
+// enqueueing the same NewJobs (same IDs) again is safe.
+func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error) {
+	now := q.Now()
+	prepared := make([]job, len(jobs))
+	for i, in := range jobs {
+		j, err := q.prepare(now, in)
+		if err != nil {
+			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
+		}
+		prepared[i] = j
+	}
+	return q.zenqueue(ctx, now, prepared)
+}
+
+func jobBytes(j job) int {
+	return 200 + 2*len(j.TaskType) + len(j.Payload) + 2*len(j.UniqueKey) + len(j.ItemSpace)
+}
+
+// readSleepers reads the sleep key of each task type with a job that vests
+// now, so the enqueue can tell whether a worker sleeps on the wake key. The
+// read is serializable on purpose: a worker that registers its sleep between
+// this enqueue's read and its commit makes the enqueue conflict and retry,
+// now seeing the sleeper and waking it. With a snapshot read that enqueue
+// would neither wake the worker nor be seen by the claim the worker made
+// just before sleeping. Registrations are one per idle spell of a worker,
+// so the retries this causes are rare.
+func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[string]kv.Future[[]byte] {
+	if q.opts.DisableWakeOnEnqueue {
+		return nil
+	}
+	var out map[string]kv.Future[[]byte]
+	for _, j := range jobs {
+		if j.runAt.After(now) || out[j.TaskType] != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]kv.Future[[]byte]{}
+		}
+		out[j.TaskType] = tr.Get(q.k.sleepKey(j.TaskType))
+	}
+	return out
+}
+
+// wakeSleepers adds 1 to the wake key of each task type that got a new job
+// vesting now while a worker sleeps on it: one atomic add, and nothing at
+// all when no worker sleeps.
+func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out []Enqueued, sleepers map[string]kv.Future[[]byte]) error {
+	woken := map[string]bool{}
+	for i, j := range jobs {
+		f := sleepers[j.TaskType]
+		if f == nil || woken[j.TaskType] || out[i].Duplicate || j.runAt.After(now) {
+			continue
+		}
+		v, err := f.Get()
+		if err != nil {
+			return err
+		}
+		woken[j.TaskType] = true
+		if len(v) == 8 && int64(binary.LittleEndian.Uint64(v)) > now.UnixMilli() {
+			tr.Add(q.k.wakeKey(j.TaskType), le64(1))
+		}
+	}
+	return nil
+}
+
+// registerTypes registers the task types whose registration reads are in
+// types; a type is cached only once it is seen
+// stored, so an aborted transaction cannot leave it unregistered.
+func (q *Queue) registerTypes(tr kv.Transaction, types map[string]kv.Future[[]byte]) error {
+	for t, f := range types {
+		v, err := f.Get()
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			q.knownTypes.Store(t, true)
+		} else {
+			tr.Set(q.k.typeKey(t), nil)
+		}
+	}
+	return nil
 }

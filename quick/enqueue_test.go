@@ -17,7 +17,7 @@ func drainZones(t testing.TB, ctx context.Context, q *quick.Queue, taskType stri
 	t.Helper()
 	seen := map[quick.ID]int{}
 	for range 100_000 {
-		c, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: "drain", Max: 100, Lease: 10 * time.Minute}})
+		c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: taskType, Holder: "drain", Max: 100, Lease: 10 * time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestZoneEnqueueIdempotentUnderUnknownResults(t *testing.T) {
 	} {
 		for _, auto := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/automatic-idempotency=%v", name, auto), func(t *testing.T) {
-				e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones, ZoneLanes: 4, AutomaticIdempotency: auto})
+				e := newFaultEnv(t, f, quick.Options{ZoneLanes: 4, AutomaticIdempotency: auto})
 				// Workers claim every job the moment a commit ends, before the
 				// enqueue retries: a retry that wrote its jobs again would
 				// create them a second time.
@@ -96,7 +96,7 @@ func TestZoneEnqueueIdempotentUnderUnknownResults(t *testing.T) {
 // commit returns them as duplicates.
 func TestZoneEnqueueTxIdempotentAcrossCallerRetries(t *testing.T) {
 	f := kv.Faults{Seed: 7, UnknownCommitted: 0.4, UnknownNotCommitted: 0.3}
-	e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones})
+	e := newFaultEnv(t, f, quick.Options{})
 	want := map[quick.ID]bool{}
 	dups := 0
 	for range 30 {
@@ -136,7 +136,7 @@ func TestZoneEnqueueTxIdempotentAcrossCallerRetries(t *testing.T) {
 // 100 job keys and one marker; claiming it two mutations a job and the
 // lane's bookkeeping once.
 func TestZoneCostOfABatch(t *testing.T) {
-	e := zonesEnv(t, quick.Options{})
+	e := zonesEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"email": {Untracked: true}}})
 	e.enqueue(t, quick.NewJob{TaskType: "email"}) // registers the type, creates the lane
 	jobs := make([]quick.NewJob, 100)
 	for i := range jobs {
@@ -153,7 +153,7 @@ func TestZoneCostOfABatch(t *testing.T) {
 	// and handed back in one write of the lane state: the first job is
 	// left vested, so the pointer stays at now, where it already was.
 	before = e.db.Stats()
-	if c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 100}}); len(c.Jobs) != 100 {
+	if c := e.zclaim(t, quick.ClaimOptions{Max: 100}); len(c.Jobs) != 100 {
 		t.Fatalf("claimed %d jobs, want 100", len(c.Jobs))
 	}
 	d = e.db.Stats().Sub(before)
@@ -213,7 +213,7 @@ func (o idemOpts) SetAutomaticIdempotency() error {
 // a timeout or cancellation striking the commit); where the engine refuses
 // the option, the marker alone pays for idempotency.
 func TestZoneEnqueueAutomaticIdempotency(t *testing.T) {
-	e := zonesEnv(t, quick.Options{})
+	e := zonesEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"email": {Untracked: true}}})
 	db := &idemDB{Database: e.db}
 	opts := e.q.Options()
 	opts.AutomaticIdempotency = true
@@ -269,7 +269,7 @@ func overAfter(t testing.TB, e *faultEnv, after func()) *quick.Queue {
 // attempt wrote instead of a marker: 0 lost, 0 duplicated.
 func TestZoneEnqueueAutomaticIdempotencyUnresolved(t *testing.T) {
 	f := kv.Faults{Seed: 11, UnknownCommitted: 0.4, UnknownNotCommitted: 0.3}
-	e := newFaultEnv(t, f, quick.Options{Layout: quick.LayoutZones})
+	e := newFaultEnv(t, f, quick.Options{})
 	db := &idemDB{Database: e.faulty}
 	opts := e.opts
 	opts.AutomaticIdempotency = true

@@ -78,7 +78,7 @@ func TestZoneGetOfAnUntrackedJobSaysSo(t *testing.T) {
 	e := newZIEnv(t, Options{})
 	id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Payload: []byte("hi")}})
 	_, err := e.q.Get(e.ctx, id)
-	if !IsNotFound(err) || !errors.Is(err, ErrNotTrackable) || !strings.Contains(err.Error(), "Trackable") {
+	if !IsNotFound(err) || !errors.Is(err, ErrNotTrackable) || !strings.Contains(err.Error(), "Untracked") {
 		t.Fatalf("Get of an untracked zones job: %v", err)
 	}
 	if err := e.q.Cancel(e.ctx, id); !errors.Is(err, ErrNotTrackable) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // Lanes inside a zone (docs/design.md, "Two levels").
@@ -56,8 +57,8 @@ import (
 // Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.
 
 // zoneGrowWait is how long the oldest job a claim takes must have waited
-// for the claim to grow its zone.
-const zoneGrowWait = time.Second
+// for the claim to grow its zone (lanes.GrowWait).
+const zoneGrowWait = lanes.GrowWait
 
 // zoneStaleMs is how long an unleased pointer must have been vested for an
 // enqueue into its lane to grow the zone: zoneGrowWait, plus the second a
@@ -90,7 +91,7 @@ func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], 
 	if err := tr.AddReadConflictKey(l.z.metaKey()); err != nil {
 		return n, err
 	}
-	grown := min(2*n, q.opts.MaxZoneLanes)
+	grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 	m := zoneMeta{Lanes: int64(grown)}
 	tr.Set(l.z.metaKey(), m.marshal())
 	q.opts.Logger.Info("quick: growing a backlogged zone", "zone", l.String(), "lanes", grown,
@@ -102,7 +103,7 @@ func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], 
 // and left vested jobs behind found its lane backlogged: the oldest job it
 // took waited at least zoneGrowWait.
 func zoneBacklogged(taken []zjobKey, nowMs int64) bool {
-	return len(taken) > 0 && nowMs-taken[0].VestMs >= zoneGrowWait.Milliseconds()
+	return len(taken) > 0 && lanes.Backlogged(taken[0].VestMs, nowMs)
 }
 
 // growBackloggedZones doubles, up to Options.MaxZoneLanes, the lanes of
@@ -126,7 +127,7 @@ func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[s
 			done = map[string]bool{}
 		}
 		done[k] = true // once per zone and transaction
-		grown := min(2*n, q.opts.MaxZoneLanes)
+		grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 		m := zoneMeta{Lanes: int64(grown)}
 		tr.Set(it.l.z.metaKey(), m.marshal())
 		q.opts.Logger.Debug("quick: growing a zone whose lane waits unclaimed", "zone", it.l.String(), "lanes", grown)

@@ -25,7 +25,7 @@ import (
 // the queue holds neither as a schema-1 job nor in the zones lookup index. It
 // wraps ErrNotFound, so IsNotFound holds: the job may be a zones-layout job
 // of a task type that is not Trackable, which no lookup by ID can find.
-var ErrNotTrackable = fmt.Errorf("%w (a zones-layout job is found by ID only if its task type is Trackable, or once dead-lettered)", ErrNotFound)
+var ErrNotTrackable = fmt.Errorf("%w (its task type is Untracked: its jobs are found by ID only once dead-lettered, or through the outcome of a waitable one)", ErrNotFound)
 
 // indexValue is the value of S (2, "i", id): the zone and the job key's
 // place in it.
@@ -165,10 +165,7 @@ func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobI
 // key and its payload blob, read at once.
 func (q *Queue) lookupZone(rt kv.ReadTransaction, id ID, iv []byte) (JobInfo, []byte, error) {
 	if iv == nil {
-		if q.opts.Layout == LayoutZones {
-			return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotTrackable, id)
-		}
-		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotTrackable, id)
 	}
 	var ix indexValue
 	if err := ix.unmarshal(iv); err != nil {
@@ -269,3 +266,7 @@ func (q *Queue) runNowZoneTx(tr kv.Transaction, info JobInfo, key []byte, nowMs 
 	tr.Add(q.k.wakeKey(info.TaskType), le64(1))
 	return q.cover(tr, r.lane, nowMs, nowMs)
 }
+
+// tracked reports whether jobs of taskType keep a lookup index (every type
+// but those Options.TaskTypes marks Untracked).
+func (q *Queue) tracked(taskType string) bool { return !q.opts.TaskTypes[taskType].Untracked }

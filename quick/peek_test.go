@@ -96,7 +96,7 @@ func TestClaimTakesTheOldestSecondFirst(t *testing.T) {
 	e.enqueue(t, young...)
 	e.clk.Advance(time.Second)
 	take := func(claim int) string {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+		c := e.claim(t, ClaimOptions{Max: 10})
 		if len(c.Jobs) == 0 {
 			t.Fatalf("claim %d took nothing", claim)
 		}

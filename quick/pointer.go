@@ -2,7 +2,6 @@ package quick
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -207,7 +206,7 @@ type peekRead struct {
 // acquire takes a lane from a task type's pointer index, picks it among the
 // oldest vested pointers at random, checks it against its lane state and
 // leases it until now+hold. The lease is not written yet
-// (PointerLease.unsaved): the caller either hands the lane back in the same
+// (LaneLease.unsaved): the caller either hands the lane back in the same
 // transaction (releaseLane, one write of the lane state and pointer) or
 // keeps it (saveHold). found is false when no pointer was vested (or every
 // vested one was stale, and cleared); nextMs is then when the earliest
@@ -231,16 +230,16 @@ type peekRead struct {
 // its start (limit 1 with a random read, else peek) and one inside the
 // oldest vested bucket (limit peek); a read of the picked lane's state
 // with a read-conflict key on it (and likewise for each stale pointer it
-// meets and clears). ClaimZone (acquireWith) issues its read of the first
+// meets and clears). Claim (acquireWith) issues its read of the first
 // picked lane beside that lane's state, so that a claim reads the index,
 // then the lane: two round trips.
-func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
 	return q.acquireFrom(tr, taskType, holder, peek, false, hold, short, now)
 }
 
 // acquireFrom is acquire; head reads only the index's head
-// (ZoneClaimOptions.PeekHead).
-func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+// (ClaimOptions.PeekHead).
+func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
 	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil)
 	return p, found, nextMs, err
 }
@@ -282,7 +281,7 @@ func (lr *laneRead) discard() error {
 // later pick's lane is read by the caller, after its state). Only the
 // first pick is read ahead, so a claim reads at most one lane more than it
 // takes.
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p PointerLease, found bool, nextMs int64, read *laneRead, err error) {
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -315,7 +314,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		r := &reads[i]
 		hs, hbad, err := q.peekEntries(tr, r.head, now)
 		if err != nil {
-			return PointerLease{}, false, 0, nil, err
+			return LaneLease{}, false, 0, nil, err
 		}
 		bad = bad || hbad
 		var first *pointerEntry
@@ -337,7 +336,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				// Nothing to pick from it; waited for all the same, so that
 				// the read counters see what an idle claim costs.
 				if _, err := r.rnd.GetSliceWithError(); err != nil {
-					return PointerLease{}, false, 0, nil, err
+					return LaneLease{}, false, 0, nil, err
 				}
 			}
 			continue
@@ -351,7 +350,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			// The random read was not in the oldest vested bucket: its
 			// entries vested later than the head's, and are no choice.
 			if _, err := rnd.GetSliceWithError(); err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			rnd = nil
 			if r.check {
@@ -366,7 +365,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		if rnd != nil {
 			rs, rbad, err := q.peekEntries(tr, rnd, now)
 			if err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			bad = bad || rbad
 			for _, e := range rs {
@@ -406,7 +405,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			}
 			v, err := sf.Get()
 			if err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			// A missing or undecodable lane state is rebuilt from the
 			// pointer (the lane may hold jobs; if not, the claim finds it
@@ -420,13 +419,13 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				}
 			}
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			if old.PtrMs != e.PtrMs {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				if err := lr.discard(); err != nil {
-					return PointerLease{}, false, 0, nil, err
+					return LaneLease{}, false, 0, nil, err
 				}
 				continue
 			}
@@ -435,7 +434,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if old.leased() && old.Short {
 				lapsedShort = old.Token
 			}
-			return PointerLease{
+			return LaneLease{
 				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
 				Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
 				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs, lapsedShort: lapsedShort,
@@ -445,7 +444,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 	if bad {
 		nextMs = nowMs // what hid behind a quarantined entry is unknown: look again
 	}
-	return PointerLease{}, false, nextMs, nil, nil
+	return LaneLease{}, false, nextMs, nil, nil
 }
 
 // peekEntries parses a pointer range read, quarantining the entries that
@@ -475,7 +474,7 @@ func (q *Queue) peekEntries(tr kv.Transaction, rr kv.RangeResult, now time.Time)
 
 // saveHold writes the lease acquire took (the lane state with its token,
 // the pointer at its deadline), when the claim keeps the lane.
-func (q *Queue) saveHold(tr kv.Transaction, p *PointerLease) {
+func (q *Queue) saveHold(tr kv.Transaction, p *LaneLease) {
 	if !p.unsaved {
 		return
 	}
@@ -484,17 +483,17 @@ func (q *Queue) saveHold(tr kv.Transaction, p *PointerLease) {
 }
 
 // checkHold reads p's lane state serializably and returns it, or an error
-// wrapping ErrPointerLost when another lease holds the lane or it was
+// wrapping ErrLaneLost when another lease holds the lane or it was
 // handed back. It conflicts only with writes of the lane state: a takeover,
 // not the enqueues into a leased lane (cover writes nothing then).
-func (q *Queue) checkHold(tr kv.Transaction, p *PointerLease) (laneState, error) {
+func (q *Queue) checkHold(tr kv.Transaction, p *LaneLease) (laneState, error) {
 	v, err := tr.Get(p.lane.stateKey()).Get()
 	if err != nil {
 		return laneState{}, err
 	}
 	var s laneState
 	if v == nil || s.unmarshal(v) != nil || s.Token != p.token {
-		return laneState{}, fmt.Errorf("%w: %s", ErrPointerLost, p.lane)
+		return laneState{}, fmt.Errorf("%w: %s", ErrLaneLost, p.lane)
 	}
 	return s, nil
 }
@@ -510,7 +509,7 @@ func (q *Queue) checkHold(tr kv.Transaction, p *PointerLease) (laneState, error)
 //
 // Keys: a read-conflict range on Z (0, prio, lane) up to readBefore; writes
 // or clears Z (1, prio, lane) and moves or clears the pointer.
-func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, readBefore []byte) error {
+func (q *Queue) releaseLane(tr kv.Transaction, p *LaneLease, nextMs int64, readBefore []byte) error {
 	// A pointer handed back vested (a lane with vested jobs left) strands
 	// nothing an enqueue adds meanwhile: any claim of it sees the lane.
 	// Only a pointer pushed into the future, or removed, must conflict
@@ -556,20 +555,21 @@ func (q *Queue) laneFirst(tr kv.Transaction, l laneRef, nowMs int64) ([]byte, in
 	return kvs[0].Key, jk.VestMs, nil
 }
 
-// ReleasePointer hands a leased lane back before its lease ends: its
+// ReleaseLane hands a leased lane back before its lease ends: its
 // pointer moves to when the lane next has work (now if it has vested jobs),
 // or is removed with the lane state when the lane is empty. A lease already
-// lost returns an error wrapping ErrPointerLost and changes nothing. In
+// lost returns an error wrapping ErrLaneLost and changes nothing. In
 // short-job mode, move the jobs still running to leases of their own first
 // (their keys would vest again at once).
 //
 // Keys: reads Z (1, prio, lane) (serializable) and the lane's first key;
 // a read-conflict range over the lane up to it; writes the lane state and
 // the pointer.
-func (q *Queue) ReleasePointer(ctx context.Context, p PointerLease) error {
+func (c *Consumer) ReleaseLane(ctx context.Context, p LaneLease) error {
+	q := c.q
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		if _, err := q.checkHold(tr, &p); err != nil {
-			if maybeCommitted && IsPointerLost(err) {
+			if maybeCommitted && IsLaneLost(err) {
 				return nil // this call's earlier attempt handed it back
 			}
 			return err
@@ -589,6 +589,3 @@ func (q *Queue) ReleasePointer(ctx context.Context, p PointerLease) error {
 	}
 	return nil
 }
-
-// IsPointerLost reports whether err means a lane lease was lost.
-func IsPointerLost(err error) bool { return errors.Is(err, ErrPointerLost) }

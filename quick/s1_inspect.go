@@ -119,12 +119,8 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
 	lf := rt.Get(q.k.leaseKey(id))
-	// A zones queue reads the lookup index in the same round trip; a lanes
-	// queue only once the schema-1 keys are missing.
-	var zf kv.Future[[]byte]
-	if q.opts.Layout == LayoutZones {
-		zf = rt.Get(q.zk.indexKey(id))
-	}
+	// The lookup index is read in the same round trip.
+	zf := rt.Get(q.zk.indexKey(id))
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -136,9 +132,6 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		}
 		if mv != nil {
 			return JobInfo{ID: id, State: StateFinished}, nil, nil
-		}
-		if zf == nil {
-			zf = rt.Get(q.zk.indexKey(id))
 		}
 		zv, err := zf.Get()
 		if err != nil {
@@ -197,7 +190,7 @@ func (q *Queue) findSched(rt kv.ReadTransaction, rec *record, id ID, leaseIdx []
 		if err != nil {
 			return nil, schedValue{}, fmt.Errorf("quick: job %s: lease index: %w", id, err)
 		}
-		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, q.lanes), prio, ms, id))
+		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, legacyLanes), prio, ms, id))
 	}
 	fs := make([]kv.Future[[]byte], len(keys))
 	for i, k := range keys {
@@ -315,14 +308,14 @@ func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 100
 	}
-	prefix := q.k.sched.Sub(opts.TaskType).Bytes()
+	prefix := q.k.sched().Sub(opts.TaskType).Bytes()
 	after, err := opts.After.key(cursorList, opts.TaskType, prefix)
 	if err != nil {
 		return JobPage{}, err
 	}
 	lanes := opts.Lanes
 	if lanes == nil {
-		for l := 0; l < q.lanes; l++ {
+		for l := 0; l < legacyLanes; l++ {
 			lanes = append(lanes, l)
 		}
 	}
@@ -421,13 +414,13 @@ func (q *Queue) LaneCounts(ctx context.Context, opts LaneCountsOptions) ([]LaneS
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		nowMs := q.Now().UnixMilli()
 		snap := tr.Snapshot()
-		rrs := make([][numPriorities]kv.RangeResult, q.lanes)
+		rrs := make([][numPriorities]kv.RangeResult, legacyLanes)
 		for lane := range rrs {
 			for i, p := range priorities {
 				rrs[lane][i] = snap.GetRange(q.k.laneRange(taskType, lane, p), kv.RangeOptions{Limit: perRange + 1})
 			}
 		}
-		out = make([]LaneStats, q.lanes)
+		out = make([]LaneStats, legacyLanes)
 		for lane := range rrs {
 			st := LaneStats{Lane: lane, Exact: true}
 			for i := range priorities {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // Splitting a deep lane (docs/design.md, "Lanes inside a hot zone").
@@ -61,9 +62,9 @@ import (
 // bounded so that a split never makes a claim transaction large: at most
 // 4 × 256 keys moved, and the moves count as the claim's rewrites (at most
 // claimRewriteBytes, 1 MB, with its dead letters and quarantines).
-func zsplitChunk(max int) int { return min(16*max, 256) }
+func zsplitChunk(max int) int { return lanes.SplitChunk(max) }
 
-const zsplitLanes = 4
+const zsplitLanes = lanes.SplitWays
 
 // splitTarget is a lane a split moves a chunk into, and its pointer's time
 // as read (-1: the lane had no state).
@@ -87,7 +88,7 @@ type splitTarget struct {
 // and a set (and S (2, "i", id) when trackable); per chunk lane a
 // read-conflict key on its state, its state and pointer set; a
 // read-conflict key on Z (2) and a set of it when it grows the zone.
-func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n int, after []byte, now time.Time, b *claimBudget) (left bool, futureMs int64, err error) {
+func (q *Queue) splitLane(tr kv.Transaction, opts ClaimOptions, l laneRef, n int, after []byte, now time.Time, b *claimBudget) (left bool, futureMs int64, err error) {
 	chunk := zsplitChunk(opts.Max)
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
@@ -221,7 +222,7 @@ func (q *Queue) splitTargets(tr kv.Transaction, l laneRef, n int, skvs []kv.KeyV
 	if n >= q.opts.MaxZoneLanes || len(skvs) > q.opts.MaxZoneLanes {
 		return nil, nil // every lane busy, and the zone at its cap
 	}
-	grown := min(2*n, q.opts.MaxZoneLanes)
+	grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 	out := pick(n, grown)
 	if len(out) == 0 {
 		return nil, nil

@@ -326,7 +326,7 @@ func TestWorkJobLeasedAndNonJSONListing(t *testing.T) {
 	q, _ := newQueue(t)
 	ctx := context.Background()
 	id := insert(t, q, Email{To: "busy"}, &quick.InsertOpts{})
-	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil {
+	if _, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	msg := run(func(tb quicktest.TB) {
@@ -370,7 +370,7 @@ func TestWorkJobLapsedLastAttempt(t *testing.T) {
 	q, clk := newQueue(t)
 	ctx := context.Background()
 	id := insert(t, q, Email{To: "lapsed"}, &quick.InsertOpts{MaxAttempts: 1})
-	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil {
+	if _, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)

@@ -129,7 +129,7 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		res, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "test", Lease: quick.MinLease})
+		res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "test", Lease: quick.MinLease})
 		if err != nil || len(res.Jobs) != 1 {
 			t.Fatalf("claim webhook: %v %v", res, err)
 		}
@@ -361,8 +361,8 @@ func TestBrowserConsole(t *testing.T) {
 
 	// Lanes: one strip per type, one cell per lane.
 	do("lanes", chromedp.Navigate(base+"/lanes"), visible(`.strip`))
-	if n := count(`.strip-box[data-type="email"] .cell`); n != lq.q.Lanes() {
-		t.Errorf("lanes: %d cells for email, the queue has %d lanes", n, lq.q.Lanes())
+	if n := count(`.strip-box[data-type="email"] .cell`); n != 16 { // TODO(issue 21, console): the removed Queue.Lanes
+		t.Errorf("lanes: %d cells for email, the queue has %d lanes", n, 16)
 	}
 	shoot(t, ctx, dir, "lanes")
 

@@ -27,7 +27,7 @@ func TestPageCostBounded(t *testing.T) {
 		defer m.Close()
 		db := kv.WithCounters(m)
 		ctx := context.Background()
-		q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"c"}), quick.Options{Clock: clock.NewFake(epoch), Lanes: lanes})
+		q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"c"}), quick.Options{Clock: clock.NewFake(epoch), ZoneLanes: lanes}) // TODO(issue 21, console): was Options.Lanes
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func newFixture(t *testing.T, cfg ui.Config) *fixture {
 	t.Cleanup(func() { db.Close() })
 	clk := clock.NewFake(epoch)
 	ctx := context.Background()
-	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"t"}), quick.Options{Clock: clk, Lanes: 8, MaxAttempts: 1})
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"t"}), quick.Options{Clock: clk, MaxAttempts: 1}) // TODO(issue 21, console): was Lanes: 8
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,11 @@ func (f *fixture) seed() {
 		f.t.Fatal(err)
 	}
 	// 3 email jobs leased; 4 webhooks dead (2 with "410", 2 with "timeout").
-	if _, err := f.q.Claim(f.ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: time.Minute}); err != nil {
+	if _, err := f.q.Consumer().Claim(f.ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: time.Minute}); err != nil {
 		f.t.Fatal(err)
 	}
 	for i := range 4 {
-		res, err := f.q.Claim(f.ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "worker-b", Max: 1, Lease: time.Minute})
+		res, err := f.q.Consumer().Claim(f.ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "worker-b", Max: 1, Lease: time.Minute})
 		if err != nil || len(res.Jobs) != 1 {
 			f.t.Fatalf("claim webhook: %v %v", res, err)
 		}

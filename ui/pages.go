@@ -137,7 +137,7 @@ func (h *Handler) lanesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.now()
-	d := lanesData{Lanes: h.q.Lanes(), Budget: h.cfg.Budget}
+	d := lanesData{Lanes: legacyLanes, Budget: h.cfg.Budget} // TODO(issue 21, console): Queue.Lanes is gone
 	types, d.Cut = capTypes(types)
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t)
@@ -150,7 +150,7 @@ func (h *Handler) lanesPage(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, statusOf(err), err)
 			return
 		}
-		watch := make([]int, h.q.Lanes())
+		watch := make([]int, legacyLanes)
 		for _, m := range members {
 			for _, l := range m.Info.Lanes {
 				if l >= 0 && l < len(watch) {
@@ -200,3 +200,7 @@ func capTypes(types []string) ([]string, int) {
 	}
 	return types[:maxTypesTracked], len(types) - maxTypesTracked
 }
+
+// legacyLanes stands for the removed Queue.Lanes (schema 1's lane count).
+// TODO(issue 21, console): the lanes page shows a zone's lanes instead.
+const legacyLanes = 16

@@ -42,14 +42,14 @@ func TestZonesClockSkewStandsBy(t *testing.T) {
 	if off, _, _ := c.zclock.Offset(); off < 19*time.Second || off > 21*time.Second {
 		t.Fatalf("skewed worker's offset %v, want about 20s", off)
 	}
-	if got := c.byType["skew"].zoneRefuse(); got != refuseSkew {
+	if got := c.byType["skew"].refuse(); got != refuseSkew {
 		t.Fatalf("refusal %q, want the clock skew", got)
 	}
 	for _, w := range []*Worker{a, b} {
 		if _, standby := w.zclock.state(); standby {
 			t.Fatalf("worker %s on the reference clock stands by", w.ID())
 		}
-		if got := w.byType["skew"].zoneRefuse(); got != "" {
+		if got := w.byType["skew"].refuse(); got != "" {
 			t.Fatalf("worker %s refuses: %q", w.ID(), got)
 		}
 	}

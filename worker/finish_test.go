@@ -67,7 +67,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	effect := space.Sub("effect").Pack(nil)
 	fw := &kvfake.FailWrite{Database: raw, Target: effect, Err: kv.Error{Code: 1031, DuringCommit: true}}
-	e := newEnvOn(t, fw, space, quick.Options{Layout: quick.LayoutZones})
+	e := newEnvOn(t, fw, space, quick.Options{})
 	first := make(chan error, 1) // the first attempt's CompleteWith
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "tx", func(ctx context.Context, j *RawJob) error {
@@ -86,7 +86,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 					e.clk.Advance(2 * time.Minute)
 					bound := time.Now().Add(30 * time.Second) // a failure bound, not a measurement
 					for w.Stats().Claimed < 2 && time.Now().Before(bound) {
-						res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "tx", Holder: "other", Max: 1}})
+						res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "tx", Holder: "other", Max: 1})
 						if err != nil {
 							t.Errorf("the other claim: %v", err)
 							break

@@ -12,7 +12,7 @@ import (
 // HandlerOptions tune the running of one task type.
 type HandlerOptions struct {
 	// Concurrency is how many of its jobs run at once. Default
-	// Config.DefaultConcurrency (10). In the zones layout the worker also
+	// Config.DefaultConcurrency (10). The worker also
 	// holds up to as many more claimed jobs waiting for a slot (prefetch),
 	// so that claims overlap the handlers; a stop hands those back at once.
 	Concurrency int

@@ -176,6 +176,11 @@ func (e *env) enqueue(jobs ...quick.NewJob) []quick.Enqueued {
 func (e *env) get(id quick.ID) quick.JobInfo {
 	e.t.Helper()
 	info, err := e.q.Get(e.ctx, id)
+	if quick.IsNotFound(err) {
+		// A completed job leaves no key behind (only a waitable one
+		// leaves its outcome).
+		return quick.JobInfo{ID: id, State: quick.StateFinished}
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}

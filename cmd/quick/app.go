@@ -196,15 +196,14 @@ func globalStringSlice(c *cli.Context, name string) []string {
 	return nil
 }
 
-// layoutOf reads --layout: lanes (the default) or zones.
-func layoutOf(c *cli.Context) (quick.Layout, error) {
+// layoutOf checks --layout. TODO(issue 21, console): the flag is moot
+// (zones is the one layout since issue 21); remove it.
+func layoutOf(c *cli.Context) (string, error) {
 	switch l := globalString(c, flagLayout); l {
-	case "", "lanes":
-		return quick.LayoutLanes, nil
-	case "zones":
-		return quick.LayoutZones, nil
+	case "", "lanes", "zones":
+		return "zones", nil
 	default:
-		return 0, fmt.Errorf("invalid --layout %q: want lanes or zones", l)
+		return "", fmt.Errorf("invalid --layout %q: want zones", l)
 	}
 }
 
@@ -221,8 +220,7 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	layout, err := layoutOf(c)
-	if err != nil {
+	if _, err := layoutOf(c); err != nil {
 		return nil, err
 	}
 	var types map[string]quick.TaskTypeOptions
@@ -230,13 +228,11 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 		if types == nil {
 			types = map[string]quick.TaskTypeOptions{}
 		}
-		types[t] = quick.TaskTypeOptions{Trackable: true}
+		types[t] = quick.TaskTypeOptions{}
 	}
 	q, err := quick.Open(c.Context, db, space, quick.Options{
-		Lanes:     c.Int(flagLanes),
 		Clock:     a.d.Clock,
 		Logger:    slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Layout:    layout,
 		TaskTypes: types,
 	})
 	if err != nil {

@@ -59,14 +59,14 @@ func (h *harness) fill() fixture {
 		h.t.Fatal(err)
 	}
 	h.clk.Advance(10 * time.Second)
-	c, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: 5 * time.Minute})
+	c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: 5 * time.Minute})
 	if err != nil || len(c.Jobs) != 3 {
 		h.t.Fatalf("claim: %v (%d jobs)", err, len(c.Jobs))
 	}
 	for _, l := range c.Jobs {
 		f.leased = append(f.leased, l.ID)
 	}
-	c, err = q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-b", Max: 2, Lease: time.Minute})
+	c, err = q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-b", Max: 2, Lease: time.Minute})
 	if err != nil || len(c.Jobs) != 2 {
 		h.t.Fatalf("claim: %v (%d jobs)", err, len(c.Jobs))
 	}

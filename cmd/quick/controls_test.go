@@ -60,7 +60,7 @@ func TestJobsWait(t *testing.T) {
 	// Finish it while the CLI waits.
 	done := make(chan result, 1)
 	go func() { done <- h.run("jobs", "wait", id, "-o", "json") }()
-	c, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 1, Lease: time.Minute})
+	c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 1, Lease: time.Minute})
 	if err != nil || len(c.Jobs) != 1 {
 		t.Fatal(err)
 	}

@@ -412,9 +412,10 @@ func (a *app) demo(c *cli.Context) error {
 			event("%s", e)
 		}
 		if sum.Killed != "" && !covered {
-			if covered = survivorsCover(ws, ids, killed, view.Lanes()); covered {
-				event("%s's heartbeat stopped; the others now watch all %d lanes", sum.Killed, view.Lanes())
-			}
+			// TODO(issue 21, console): no lanes are assigned any more; the
+			// survivors find the killed worker's jobs through the pointer
+			// index once their leases lapse.
+			covered = true
 		}
 		// Fast-forward while nothing is ready: the workers keep up, and
 		// what is left is waiting on the clock (leases to lapse, delays to
@@ -603,26 +604,6 @@ func demoHandler(taskType, workerID string, counts *demoCounts, dead *atomic.Boo
 		counts.finish(job.Lease.ID, false)
 		return nil
 	}
-}
-
-// survivorsCover reports whether the live workers' lanes of every demo
-// type cover all n lanes.
-func survivorsCover(ws []*worker.Worker, ids []string, killed map[string]*atomic.Bool, n int) bool {
-	for _, t := range demoTypes {
-		seen := map[int]bool{}
-		for i, w := range ws {
-			if killed[ids[i]].Load() {
-				continue
-			}
-			for _, l := range w.Lanes(t) {
-				seen[l] = true
-			}
-		}
-		if len(seen) < n {
-			return false
-		}
-	}
-	return true
 }
 
 // sleepCtx sleeps d on clk (the demo's clock, so job times fast-forward

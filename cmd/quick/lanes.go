@@ -70,7 +70,7 @@ func (a *app) lanes(c *cli.Context) error {
 	if err := checkTypes(c.Context, q, c.StringSlice("type")...); err != nil {
 		return err
 	}
-	zones := q.Options().Layout == quick.LayoutZones
+	zones := true // TODO(issue 21, console): zones is the one layout
 	if zones && c.Int("zones") <= 0 {
 		return fmt.Errorf("invalid --zones %d: want a positive number of entries", c.Int("zones"))
 	}

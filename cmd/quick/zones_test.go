@@ -18,8 +18,8 @@ import (
 func (h *harness) zonesQueue() *quick.Queue {
 	h.t.Helper()
 	q, err := quick.Open(context.Background(), h.db, tuple.FromTuple(tuple.Tuple{"quick"}), quick.Options{
-		Clock: h.clk, Layout: quick.LayoutZones,
-		TaskTypes: map[string]quick.TaskTypeOptions{"email": {Trackable: true}},
+		Clock:     h.clk,
+		TaskTypes: map[string]quick.TaskTypeOptions{"email": {}},
 	})
 	if err != nil {
 		h.t.Fatal(err)
