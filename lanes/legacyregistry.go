@@ -246,6 +246,7 @@ func (r *Registry) TaskTypes(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
 // Member is one worker of a task type as an observer sees it.
 type Member struct {
 	ID       string
@@ -269,4 +270,3 @@ type Member struct {
 	// the others' for it to take lanes (see Tracker.Standby).
 	Standby bool
 }
-

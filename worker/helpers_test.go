@@ -11,6 +11,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/testhook"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -243,13 +244,28 @@ func (emailArgs) Kind() string { return "email" }
 
 func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
 	t.Helper()
-	ls, err := q.LaneCounts(context.Background(), quick.LaneCountsOptions{TaskType: taskType, PerRange: 0})
+	n := 0
+	for _, j := range jobsOf(t, q, taskType) {
+		if j.State == quick.StateLeased {
+			n++
+		}
+	}
+	return n
+}
+
+// jobsOf lists the task type's queued jobs, in every zone (quick's listing
+// for quicktest, through the pointer index).
+func jobsOf(t testing.TB, q *quick.Queue, taskType string) []quick.JobInfo {
+	t.Helper()
+	list := testhook.JobsTx.(func(kv.ReadTransaction, *quick.Queue, string, int) ([]quick.JobInfo, bool, error))
+	var js []quick.JobInfo
+	err := q.DB().ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		var err error
+		js, _, err = list(tr, q, taskType, 10_000)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, l := range ls {
-		n += l.Leased
-	}
-	return n
+	return js
 }

@@ -108,4 +108,3 @@ type skewed struct {
 }
 
 func (s skewed) Now() time.Time { return s.Fake.Now().Add(s.off) }
-
