@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -130,7 +131,8 @@ func (q *Queue) setAutomaticIdempotency(tr kv.Transaction) bool {
 // Keys: reads (one round trip, two when a zone's lane count differs from
 // Options.ZoneLanes) S (2, "m", id) of the call's first fixed ID, the zone
 // meta Z (2) of each zone (snapshot), the lane state Z (1, prio, lane) of
-// each lane placed in, S (1, "u", type, key) for unique jobs (and the
+// each lane placed in (for short-job task types with its hand-out mark
+// Z (5, prio, lane), serializable: readHandoutMarks), S (1, "u", type, key) for unique jobs (and the
 // holder's record S (1, "j", id) when the key is taken), S (1, "sleep",
 // type) for jobs vesting now and, until this process has seen a task type
 // registered, S (1, "t", type) (snapshot). Writes per job Z (0, prio,
@@ -183,6 +185,7 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		cov.add(laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}, j.runAt.UnixMilli())
 	}
 	cov.read(tr)
+	marks := q.readHandoutMarks(tr, &cov)
 
 	if mark != nil {
 		v, err := mark.Get()
@@ -210,7 +213,7 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		}
 		lanesOf[k] = n
 	}
-	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov}
+	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov, marks: marks}
 	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
 }
 
@@ -283,6 +286,74 @@ type zreads struct {
 	types    map[string]kv.Future[[]byte]
 	sleepers map[string]kv.Future[[]byte]
 	guessed  *coverer // lane states of the lanes placed by Options.ZoneLanes
+	// marks are the hand-out marks Z (5, prio, lane) of the guessed lanes
+	// of short-job task types, by lane state key (readHandoutMarks).
+	marks map[string]kv.Future[[]byte]
+}
+
+// readHandoutMarks issues, beside the lane states, serializable reads of
+// the hand-out marks of the lanes of short-job task types in c (none for
+// other types: they have no marks), keyed by lane state key.
+//
+// The invariant they restore (issue 22, item 1): while a lane is held in
+// short-job mode, every job key at or before its hand-out mark was handed
+// out under the lease the mark names. A continuing claim reads only after
+// its cursor, and a takeover counts a run for every untokened key up to the
+// mark, so a key placed there would never run under the holder and would be
+// counted as run when it died. An enqueue therefore places a job it would
+// put behind the mark of the lane's live short lease just after it
+// (afterHandout). The reads are serializable: a claim that leases the lane
+// (the lane state) or hands out more (the mark) before the enqueue commits
+// makes it retry and see the new mark; a lane not held by a short lease
+// has no constraint, since its next holder starts from the lane's first key.
+func (q *Queue) readHandoutMarks(tr kv.Transaction, c *coverer) map[string]kv.Future[[]byte] {
+	var out map[string]kv.Future[[]byte]
+	for _, it := range c.items {
+		if !q.opts.TaskTypes[it.l.z.taskType].ShortJobs {
+			continue
+		}
+		if out == nil {
+			out = map[string]kv.Future[[]byte]{}
+		}
+		out[string(it.l.stateKey())] = tr.Get(it.l.handoutKey())
+	}
+	return out
+}
+
+// handoutFloor returns the key a job placed in a lane must sort after: the
+// hand-out mark's, when the lane state (a value read) is a short-job lease
+// and the mark (read) is that lease's. ok is false when there is none.
+func handoutFloor(state []byte, mark kv.Future[[]byte]) (vestMs int64, id ID, ok bool, err error) {
+	if mark == nil || state == nil {
+		return 0, ID{}, false, nil
+	}
+	mv, err := mark.Get()
+	if err != nil || mv == nil {
+		return 0, ID{}, false, err
+	}
+	var s laneState
+	if s.unmarshal(state) != nil || s.Token == 0 || !s.Short {
+		return 0, ID{}, false, nil
+	}
+	tok, vestMs, id, ok := parseHandoutMark(mv)
+	if !ok || tok != s.Token {
+		return 0, ID{}, false, nil
+	}
+	return vestMs, id, true, nil
+}
+
+// afterHandout returns the vesting time at which a job with ID id, wanted
+// at vestMs, sorts after the hand-out mark (markMs, markID): vestMs itself
+// when its key already does, else markMs+1 (the mark's job has vested, so
+// the job still vests at once).
+func afterHandout(vestMs int64, id ID, markMs int64, markID ID) int64 {
+	if mutant.On("quick.enqueue-after-mark") {
+		return vestMs
+	}
+	if vestMs > markMs || vestMs == markMs && string(id[:]) > string(markID[:]) {
+		return vestMs
+	}
+	return markMs + 1
 }
 
 // zplace decides each job (new, duplicate of an ID or of a unique key)
@@ -295,6 +366,41 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	seenUniq := map[string]ID{}
 	var cov coverer
 	wrote := 0
+	// The hand-out marks of short-job lanes that jobs are placed in
+	// (readHandoutMarks): a lane not guessed right by the first round trip
+	// (its zone was resized) is read now.
+	var late coverer
+	for i, j := range jobs {
+		l := laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(zones[i].space.Bytes())])}
+		if q.opts.TaskTypes[j.TaskType].ShortJobs && r.guessed.byKey[string(l.stateKey())] == nil {
+			late.add(l, 0)
+		}
+	}
+	late.read(tr)
+	lateMarks := q.readHandoutMarks(tr, &late)
+	type floor struct {
+		ms int64
+		id ID
+	}
+	floors := map[string]floor{}
+	for _, m := range []struct {
+		c     *coverer
+		marks map[string]kv.Future[[]byte]
+	}{{r.guessed, r.marks}, {&late, lateMarks}} {
+		for k, mf := range m.marks {
+			sv, err := m.c.byKey[k].state.Get()
+			if err != nil {
+				return nil, err
+			}
+			ms, id, ok, err := handoutFloor(sv, mf)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				floors[k] = floor{ms, id}
+			}
+		}
+	}
 	for i, j := range jobs {
 		if seenID[j.ID] {
 			out[i] = Enqueued{ID: j.ID, Duplicate: true}
@@ -320,9 +426,15 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 		z := zones[i]
 		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(z.space.Bytes())])}
 		vestMs := j.runAt.UnixMilli()
+		runAt := j.runAt
+		if f, ok := floors[string(l.stateKey())]; ok {
+			if after := afterHandout(vestMs, j.ID, f.ms, f.id); after != vestMs {
+				vestMs, runAt = after, time.UnixMilli(after)
+			}
+		}
 		call.wrote = append(call.wrote, q.zwrite(tr, nowMs, l, vestMs, j))
 		cov.add(l, vestMs)
-		out[i] = Enqueued{ID: j.ID, RunAt: j.runAt}
+		out[i] = Enqueued{ID: j.ID, RunAt: runAt}
 		wrote++
 	}
 	// The lane states read with the first round trip serve every lane
