@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/wire"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -22,10 +25,14 @@ import (
 //
 // Idempotency costs one key per enqueue transaction, not per job: the
 // marker S (2, "m", id) named by the transaction's first job, written with
-// the jobs and read by every attempt (serializable). An attempt that finds
-// it knows that the same jobs were committed before (by an earlier attempt
+// the jobs and read by every attempt (serializable). Its value lists
+// exactly the IDs that transactions under that name stored (markedIDs), and
+// is written only by a transaction that stores one: an attempt that finds
+// it knows which of its jobs were committed before (by an earlier attempt
 // of this call that reported commit_unknown_result, or by an earlier call
-// with the same IDs) and writes nothing. PurgeMarkers clears markers older
+// with the same first ID) and stores only the others. A job that was not
+// stored (its unique key held) is never listed, so enqueueing it later is
+// not answered "duplicate". PurgeMarkers clears markers older
 // than IdempotencyWindow with one range clear. With
 // Options.AutomaticIdempotency, Enqueue's own transactions also set FDB's
 // automatic_idempotency, which resolves a lost commit reply in the client;
@@ -73,7 +80,7 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 	var out []Enqueued
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
-		for end < len(prepared) && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
+		for end < len(prepared) && end-start < maxMarkedIDs && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
 			size += jobBytes(prepared[end])
 			end++
 		}
@@ -187,13 +194,18 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 	cov.read(tr)
 	marks := q.readHandoutMarks(tr, &cov)
 
+	var listed map[ID]bool
 	if mark != nil {
 		v, err := mark.Get()
 		if err != nil {
 			return nil, err
 		}
 		if v != nil {
-			return q.zenqueueSeen(tr, now, jobs, call, markKey)
+			id, _ := call.markerID(jobs)
+			listed = q.markedIDs(id, v)
+			if call.prevCommitted(listed) {
+				return call.prev, nil // the earlier attempt committed
+			}
 		}
 	}
 	for _, f := range prevKeys {
@@ -213,44 +225,78 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		}
 		lanesOf[k] = n
 	}
-	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov, marks: marks}
+	r := zreads{markKey: markKey, listed: listed, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov, marks: marks}
 	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
 }
 
-// zenqueueSeen answers a call whose marker is stored: its jobs with fixed
-// IDs were committed before. When an earlier attempt of this very call may
-// have committed, that attempt's outcome is this call's; otherwise (an
-// EnqueueTx retried by its caller, or Enqueue called again with the same
-// IDs) they are duplicates, as in schema 1. Jobs given no ID are new jobs
-// of this call and are written.
-func (q *Queue) zenqueueSeen(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall, markKey []byte) ([]Enqueued, error) {
-	if call.prev != nil {
-		return call.prev, nil
+// maxMarkedIDs bounds the IDs one enqueue marker lists (16 bytes each,
+// far under FDB's 100 kB value limit): Enqueue's batches hold at most as
+// many jobs, and EnqueueTx refuses more jobs given IDs in one call.
+const maxMarkedIDs = 4096
+
+// markIDsField is the field of a zones enqueue marker that lists the IDs
+// stored under it, 16 bytes each (requeueMarkField marks a requeue).
+const markIDsField = 1
+
+// markedIDs returns the IDs a marker named by id lists as stored: those of
+// its markIDsField, and id itself for a requeue's marker (requeue.go). A
+// marker that does not decode lists none (logged): its jobs may then be
+// stored again, none is lost.
+func (q *Queue) markedIDs(id ID, v []byte) map[ID]bool {
+	out := map[ID]bool{}
+	err := wire.Walk(v, func(num protowire.Number, typ protowire.Type, raw []byte, _ uint64) error {
+		switch {
+		case num == markIDsField && typ == protowire.BytesType && len(raw)%len(ID{}) == 0:
+			for i := 0; i < len(raw); i += len(ID{}) {
+				out[ID(raw[i:i+len(ID{})])] = true
+			}
+		case num == requeueMarkField:
+			out[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		q.opts.Logger.Warn("quick: an enqueue marker does not decode; its jobs are taken as not stored", "id", id, "err", err)
+		return map[ID]bool{}
 	}
-	out := make([]Enqueued, len(jobs))
-	var fresh []job
-	var at []int
-	for i, j := range jobs {
-		if call.given[i] {
-			out[i] = Enqueued{ID: j.ID, Duplicate: true}
+	return out
+}
+
+// markValue is a marker's value listing stored (this transaction's new
+// IDs) and then those of before (listed) that still fit in maxMarkedIDs.
+func markValue(stored []ID, listed map[ID]bool) []byte {
+	b := make([]byte, 0, 16*min(len(stored)+len(listed), maxMarkedIDs))
+	for _, id := range stored {
+		b = append(b, id[:]...)
+	}
+	for id := range listed {
+		if len(b) >= 16*maxMarkedIDs {
+			break
+		}
+		b = append(b, id[:]...)
+	}
+	return wire.AppendBytes(nil, markIDsField, b)
+}
+
+// prevCommitted reports whether the earlier attempt of this call that may
+// have committed did: it stored a job with a fixed ID, and the marker lists
+// every such job it stored. An attempt that stored nothing wrote nothing,
+// and the call simply runs again.
+func (c *zenqueueCall) prevCommitted(listed map[ID]bool) bool {
+	if c.prev == nil || listed == nil {
+		return false
+	}
+	stored := 0
+	for _, r := range c.prev {
+		if r.Duplicate {
 			continue
 		}
-		fresh = append(fresh, j)
-		at = append(at, i)
+		if !listed[r.ID] {
+			return false
+		}
+		stored++
 	}
-	if len(fresh) == 0 {
-		return out, nil
-	}
-	sub := &zenqueueCall{given: make([]bool, len(fresh)), noMarker: true}
-	res, err := q.zenqueueTx(tr, now, fresh, sub)
-	if err != nil {
-		return nil, err
-	}
-	call.wrote = sub.wrote
-	for k, i := range at {
-		out[i] = res[k]
-	}
-	return out, nil
+	return stored > 0
 }
 
 // zoneLanes returns a zone's lane count from its meta: Options.ZoneLanes
@@ -281,7 +327,10 @@ func (q *Queue) zoneLanesOf(v []byte) int {
 
 // zreads are the futures of an enqueue attempt's first round trip.
 type zreads struct {
-	markKey  []byte
+	markKey []byte
+	// listed is what the marker says its transactions stored (nil: none
+	// read).
+	listed   map[ID]bool
 	uniq     []kv.Future[[]byte]
 	types    map[string]kv.Future[[]byte]
 	sleepers map[string]kv.Future[[]byte]
@@ -365,7 +414,6 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	seenID := map[ID]bool{}
 	seenUniq := map[string]ID{}
 	var cov coverer
-	wrote := 0
 	// The hand-out marks of short-job lanes that jobs are placed in
 	// (readHandoutMarks): a lane not guessed right by the first round trip
 	// (its zone was resized) is read now.
@@ -401,8 +449,9 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 			}
 		}
 	}
+	var stored []ID // the jobs given IDs that this transaction stores
 	for i, j := range jobs {
-		if seenID[j.ID] {
+		if seenID[j.ID] || call.given[i] && r.listed[j.ID] && !mutant.On("quick.marker-per-job") {
 			out[i] = Enqueued{ID: j.ID, Duplicate: true}
 			continue
 		}
@@ -435,7 +484,9 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 		call.wrote = append(call.wrote, q.zwrite(tr, nowMs, l, vestMs, j))
 		cov.add(l, vestMs)
 		out[i] = Enqueued{ID: j.ID, RunAt: runAt}
-		wrote++
+		if call.given[i] {
+			stored = append(stored, j.ID)
+		}
 	}
 	// The lane states read with the first round trip serve every lane
 	// guessed right; the others are read now.
@@ -448,8 +499,8 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 		return nil, err
 	}
 	q.growBackloggedZones(tr, &cov, lanesOf)
-	if wrote > 0 && r.markKey != nil {
-		tr.Set(r.markKey, nil)
+	if len(stored) > 0 && r.markKey != nil {
+		tr.Set(r.markKey, markValue(stored, r.listed))
 	}
 	if err := q.wakeSleepers(tr, now, jobs, out, r.sleepers); err != nil {
 		return nil, err
@@ -529,8 +580,16 @@ func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error
 // the call's marker is named by the first of them.
 func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, prepared []job) ([]Enqueued, error) {
 	call := zenqueueCall{given: make([]bool, len(in))}
+	n := 0
 	for i, j := range in {
 		call.given[i] = !j.ID.IsZero()
+		if call.given[i] {
+			n++
+		}
+	}
+	if n > maxMarkedIDs {
+		// The marker lists the IDs it recognises, within FDB's value limit.
+		return nil, fmt.Errorf("quick: enqueue: %w: %d jobs given IDs in one EnqueueTx, over %d", ErrInvalidOption, n, maxMarkedIDs)
 	}
 	return q.zenqueueTx(tr, now, prepared, &call)
 }
