@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -73,6 +74,25 @@ func (st *jobState) usableLocked() error {
 		return fmt.Errorf("worker: job %s: %w", st.first.ID, quick.ErrLeaseLost)
 	}
 	return fmt.Errorf("worker: job %s: %w", st.first.ID, ErrJobFinished)
+}
+
+// notStartable tells why a claimed job's handler must not start (nil: it
+// may): the worker already knows its lease is lost or handed it back, or
+// its context ended (the loss's cause). A prefetched job waits for a slot
+// while its lease can be lost (issue 22, item 4).
+func (st *jobState) notStartable() error {
+	if mutant.On("worker.prefetch-phase") {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.usableLocked(); err != nil {
+		return err
+	}
+	if cause := context.Cause(st.ctx); cause != nil {
+		return cause
+	}
+	return nil
 }
 
 // loseLocked records a lost lease: the handler's context is cancelled with
