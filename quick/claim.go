@@ -288,7 +288,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		// renewing on every claim made the lane's acks in flight conflict
 		// (0.01-0.02 conflicts per job, measured with the worker's drain
 		// benchmark) for no gain.
-		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 {
+		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 && !mutant.On("quick.keep-renew") {
 			old := s.PtrMs
 			deadline := now.Add(q.opts.PointerLease).Truncate(time.Millisecond)
 			s.PtrMs = deadline.UnixMilli()

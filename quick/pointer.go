@@ -456,7 +456,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
 				return PointerLease{}, false, 0, nil, err
 			}
-			if old.PtrMs != e.PtrMs {
+			if old.PtrMs != e.PtrMs && !mutant.On("quick.stale-pointer") {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				if err := lr.discard(); err != nil {
