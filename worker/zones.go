@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -110,7 +111,7 @@ func (r *runner) signalMore() {
 
 // zoneRefuse says why a zones claim must not run now, or "".
 func (r *runner) zoneRefuse() string {
-	if paused, known := r.w.pause.isPaused(r.taskType); paused {
+	if paused, known := r.w.pause.isPaused(r.taskType); paused && !mutant.On("worker.zones-pause") {
 		return refusePaused
 	} else if !known {
 		return refusePauseUnknown
