@@ -498,7 +498,9 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	if err := q.applyCover(tr, &cov, nowMs); err != nil {
 		return nil, err
 	}
-	q.growBackloggedZones(tr, &cov, lanesOf)
+	if err := q.growBackloggedZones(tr, &cov, lanesOf); err != nil {
+		return nil, err
+	}
 	if len(stored) > 0 && r.markKey != nil {
 		tr.Set(r.markKey, markValue(stored, r.listed))
 	}
