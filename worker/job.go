@@ -211,7 +211,10 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 // the call keeps its error, the outcome unknown.
 func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason string) bool {
 	info, err := st.r.w.q.Get(ctx, st.first.ID)
-	if errors.Is(err, quick.ErrNotTrackable) {
+	if errors.Is(err, quick.ErrNotTrackable) && !st.trackable() {
+		// A Trackable job has a lookup entry while it lives: not found,
+		// it is finished (issue 22: a completion applied then answered
+		// 1021 was reported as a lost lease).
 		return false
 	}
 	if kind == quick.AckComplete {
@@ -220,6 +223,15 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 	// The stored error is the reason, possibly truncated.
 	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&
 		strings.HasPrefix(reason, info.LastError) && (info.LastError != "" || reason == "")
+}
+
+// trackable tells whether the job's task type keeps the zones lookup
+// index, so that Get finds it for as long as it lives.
+func (st *jobState) trackable() bool {
+	if mutant.On("worker.reached-trackable") {
+		return false
+	}
+	return st.r.w.q.Options().TaskTypes[st.first.TaskType].Trackable
 }
 
 // abandon hands a still-running job back at shutdown: its context is
