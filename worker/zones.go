@@ -250,7 +250,7 @@ func (c *zoneClaimer) claim(n int) bool {
 			opts.Pointer = &p
 		}
 	} else if c.ptr != nil {
-		if c.rounds >= keepRounds-1 {
+		if c.rounds >= keepRounds-1 && !mutant.On("worker.keep-rounds") {
 			opts.Keep = false // its last round: the claim hands it back
 		}
 		opts.Pointer = c.ptr
@@ -341,7 +341,7 @@ func (c *zoneClaimer) claim(n int) bool {
 	switch {
 	case len(res.Jobs) > 0 && continuing:
 		c.rounds++
-		if short && c.rounds >= keepRounds {
+		if short && c.rounds >= keepRounds && !mutant.On("worker.keep-rounds") {
 			r.shorts.retire(sl)
 			c.sl, c.rounds = nil, 0
 		}
