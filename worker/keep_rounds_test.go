@@ -29,14 +29,19 @@ func TestZonesKeptLaneRotatesAfterKeepRounds(t *testing.T) {
 	e.enqueue(hot...)
 	var mu sync.Mutex
 	hotRuns, coldAfter := 0, -1
+	coldIn := make(chan struct{}) // the first hot job waits for the cold one
 	w := e.newWorker(Config{ID: "w"}, func(w *Worker) {
 		if err := RegisterRaw(w, "rot", func(ctx context.Context, j *RawJob) error {
 			mu.Lock()
-			defer mu.Unlock()
+			first := j.Lease.ItemSpace == "hot" && hotRuns == 0
 			if j.Lease.ItemSpace == "hot" {
 				hotRuns++
 			} else if coldAfter < 0 {
 				coldAfter = hotRuns
+			}
+			mu.Unlock()
+			if first {
+				<-coldIn
 			}
 			return nil
 		}, HandlerOptions{Concurrency: 1}); err != nil {
@@ -46,6 +51,7 @@ func TestZonesKeptLaneRotatesAfterKeepRounds(t *testing.T) {
 	e.start(w)
 	e.waitFor("the hot lane taken", func() bool { mu.Lock(); defer mu.Unlock(); return hotRuns > 0 })
 	e.enqueue(quick.NewJob{TaskType: "rot", ItemSpace: "cold"})
+	close(coldIn)
 	e.waitFor("both tenants", func() bool { mu.Lock(); defer mu.Unlock(); return coldAfter >= 0 && hotRuns == len(hot) })
 	// keepRounds claims of at most 2 jobs (Concurrency 1, and as many
 	// prefetched) per hold, and at each hand-back at least an even chance
