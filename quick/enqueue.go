@@ -405,6 +405,35 @@ func afterHandout(vestMs int64, id ID, markMs int64, markID ID) int64 {
 	return markMs + 1
 }
 
+// vestAfterHandout is the rule of readHandoutMarks for the placements
+// other than Enqueue (run-now, requeue, and the acks that move a job's
+// key: fail, snooze, release): the vesting time at which a job with ID id,
+// wanted at vestMs in lane l, sorts after the hand-out mark of the lane's
+// live short lease (afterHandout), or vestMs when there is none. Call it
+// before writing the key.
+//
+// Keys: for short-job task types only, reads Z (1, prio, lane) and
+// Z (5, prio, lane) (serializable, as readHandoutMarks says why).
+func (q *Queue) vestAfterHandout(tr kv.Transaction, l laneRef, vestMs int64, id ID) (int64, error) {
+	var c coverer
+	c.add(l, vestMs)
+	marks := q.readHandoutMarks(tr, &c)
+	if marks == nil || mutant.On("quick.place-after-mark") {
+		return vestMs, nil
+	}
+	c.read(tr)
+	k := string(l.stateKey())
+	sv, err := c.byKey[k].state.Get()
+	if err != nil {
+		return 0, err
+	}
+	markMs, markID, ok, err := handoutFloor(sv, marks[k])
+	if err != nil || !ok {
+		return vestMs, err
+	}
+	return afterHandout(vestMs, id, markMs, markID), nil
+}
+
 // zplace decides each job (new, duplicate of an ID or of a unique key)
 // and writes the new ones, their cover, the marker, wake-ups and task
 // types.
