@@ -269,7 +269,9 @@ func (q *Queue) write(tr kv.Transaction, now time.Time, j job) {
 const enqueueBatchBytes = 512 << 10
 
 // Enqueue enqueues jobs in transactions of its own, as many per transaction
-// as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
+// as fit in about 512 KB by FDB's own size measure (keys, values, conflict
+// ranges and FDB's per-entry overhead; in the zones layout each job's share
+// of its lane's state and pointer included: zenqueueCost). IDs are fixed before the retry loop, so a retry
 // after commit_unknown_result never creates a second job. If a later batch
 // fails, the earlier ones stay committed: the result lists them, and
 // enqueueing the same NewJobs (same IDs) again is safe.
