@@ -11,6 +11,7 @@ import (
 	"github.com/quickfdb/quickfdb/fdbtest"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // sizeEnv is a queue whose commits are measured: the largest transaction
@@ -24,6 +25,12 @@ type sizeEnv struct {
 func newSizeEnv(t testing.TB, opts quick.Options) *sizeEnv {
 	t.Helper()
 	raw, space := fdbtest.Open(t)
+	return newSizeEnvOn(t, raw, space, clock.NewFake(epoch), opts)
+}
+
+// newSizeEnvOn is newSizeEnv over a given database and clock.
+func newSizeEnvOn(t testing.TB, raw kv.Database, space tuple.Subspace, clk *clock.Fake, opts quick.Options) *sizeEnv {
+	t.Helper()
 	e := &sizeEnv{raw: raw}
 	db := &hookDB{Database: raw, before: func(tr kv.Transaction) {
 		n, err := tr.GetApproximateSize().Get()
@@ -32,7 +39,6 @@ func newSizeEnv(t testing.TB, opts quick.Options) *sizeEnv {
 		}
 	}}
 	counted := kv.WithCounters(db)
-	clk := clock.NewFake(epoch)
 	opts.Clock = clk
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -83,7 +89,7 @@ func (e *sizeEnv) claimAll(t testing.TB) []quick.Lease {
 // 89 kB jobs (11.6 MB of records) with 200 completions in one Ack call all
 // apply, each transaction under the budget.
 func TestAckSplitsLargeRewritesByBytes(t *testing.T) {
-	e := newSizeEnv(t, quick.Options{})
+	e := newClockedSizeEnv(t, quick.Options{})
 	e.enqueue(t, largeJobs(130, 89_000, 5)...)
 	e.enqueue(t, largeJobs(200, 10, 5)...)
 	leases := e.claimAll(t)
@@ -131,7 +137,7 @@ func TestAckSplitsLargeRewritesByBytes(t *testing.T) {
 // jobs: 200 exhausted 89 kB jobs are dead-lettered over several claims, each
 // under the budget, instead of one claim failing with 2101 forever.
 func TestClaimBoundsTheDeadLettersItWrites(t *testing.T) {
-	e := newSizeEnv(t, quick.Options{})
+	e := newClockedSizeEnv(t, quick.Options{})
 	e.enqueue(t, largeJobs(200, 89_000, 1)...)
 	if got := len(e.claimAll(t)); got != 200 {
 		t.Fatalf("claimed %d, want 200", got)

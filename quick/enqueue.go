@@ -81,8 +81,13 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 	var out []Enqueued
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
-		for end < len(prepared) && end-start < maxMarkedIDs && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
-			size += jobBytes(prepared[end])
+		lanes := map[string]bool{}
+		for end < len(prepared) && end-start < maxMarkedIDs {
+			n := q.zenqueueCost(prepared[end], lanes)
+			if end > start && size+n > enqueueBatchBytes {
+				break
+			}
+			size += n
 			end++
 		}
 		batch := prepared[start:end]
@@ -120,6 +125,52 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 		start = end
 	}
 	return out, nil
+}
+
+// Per-entry overheads of FDB's size measure of a transaction
+// (GetApproximateSize; kv/memkv/reads.go): a mutation, a conflict range.
+const (
+	sizeMutation = 56
+	sizeConflict = 32
+)
+
+// setSize is what a set of key to a value of n bytes adds to FDB's size
+// of a transaction: the mutation and its write conflict range.
+func setSize(key []byte, n int) int {
+	return len(key) + n + sizeMutation + sizeConflict + 2*len(key) + 1
+}
+
+// readSize is what a serializable read of key adds: its conflict range.
+func readSize(key []byte) int { return sizeConflict + 2*len(key) + 1 }
+
+// zenqueueCost bounds what job j adds to its enqueue transaction by FDB's
+// own size measure (issue 22: counting the payload and names once per job,
+// batches over many tenants reached 1–2.5 MB where Enqueue promises about
+// enqueueBatchBytes): its key and value (the payload inline or in its
+// blob), its lookup index entry, its unique key (read and set) and its ID in
+// the marker; and, for the batch's first job in its lane (lanes holds the
+// lanes seen), the lane state (read and set), its hand-out mark (read) and
+// its pointer (cleared and set), each carrying the zone's name.
+func (q *Queue) zenqueueCost(j job, lanes map[string]bool) int {
+	z := q.zoneOf(j.TaskType, j.ItemSpace)
+	l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}
+	zb := len(z.space.Bytes())
+	n := setSize(l.jobKey(j.runAt.UnixMilli(), j.ID), 64+len(j.Payload)+len(j.UniqueKey)) + 16 // its ID in the marker
+	if len(j.Payload) > InlinePayload {
+		n += setSize(z.blobKey(j.ID), 0)
+	}
+	n += setSize(q.zk.indexKey(j.ID), 32+zb+len(j.ItemSpace)+len(j.TaskType))
+	if j.UniqueKey != "" {
+		uk := q.k.uniqKey(j.TaskType, j.UniqueKey)
+		n += readSize(uk) + setSize(uk, len(j.ID))
+	}
+	if k := string(l.stateKey()); !lanes[k] {
+		lanes[k] = true
+		pk := q.pointerKeyOf(l, j.runAt.UnixMilli())
+		n += readSize(l.stateKey()) + setSize(l.stateKey(), 32) + readSize(l.handoutKey()) +
+			setSize(pk, 16+zb+len(j.ItemSpace)) + setSize(pk, len(pk)) // the old pointer's clear, as big
+	}
+	return n
 }
 
 // setAutomaticIdempotency sets FDB's automatic_idempotency on tr when
@@ -404,6 +455,35 @@ func afterHandout(vestMs int64, id ID, markMs int64, markID ID) int64 {
 		return vestMs
 	}
 	return markMs + 1
+}
+
+// vestAfterHandout is the rule of readHandoutMarks for the placements
+// other than Enqueue (run-now, requeue, and the acks that move a job's
+// key: fail, snooze, release): the vesting time at which a job with ID id,
+// wanted at vestMs in lane l, sorts after the hand-out mark of the lane's
+// live short lease (afterHandout), or vestMs when there is none. Call it
+// before writing the key.
+//
+// Keys: for short-job task types only, reads Z (1, prio, lane) and
+// Z (5, prio, lane) (serializable, as readHandoutMarks says why).
+func (q *Queue) vestAfterHandout(tr kv.Transaction, l laneRef, vestMs int64, id ID) (int64, error) {
+	var c coverer
+	c.add(l, vestMs)
+	marks := q.readHandoutMarks(tr, &c)
+	if marks == nil || mutant.On("quick.place-after-mark") {
+		return vestMs, nil
+	}
+	c.read(tr)
+	k := string(l.stateKey())
+	sv, err := c.byKey[k].state.Get()
+	if err != nil {
+		return 0, err
+	}
+	markMs, markID, ok, err := handoutFloor(sv, marks[k])
+	if err != nil || !ok {
+		return vestMs, err
+	}
+	return afterHandout(vestMs, id, markMs, markID), nil
 }
 
 // zplace decides each job (new, duplicate of an ID or of a unique key)

@@ -249,7 +249,8 @@ func (q *Queue) cancelZoneTx(tr kv.Transaction, info JobInfo, key []byte) error 
 // same value) and covers the lane, so that its pointer vests by then.
 //
 // Keys: reads the job key (serializable: a claim or cancel meanwhile
-// conflicts) and the lane state (cover); clears the old key, sets the new
+// conflicts) and the lane state (cover) and, for a short-job task type, the
+// lane's hand-out mark (vestAfterHandout); clears the old key, sets the new
 // one and S (2, "i", id); may move the lane's pointer.
 func (q *Queue) runNowZoneTx(tr kv.Transaction, info JobInfo, key []byte, nowMs int64) error {
 	r := info.zl
@@ -260,11 +261,16 @@ func (q *Queue) runNowZoneTx(tr kv.Transaction, info JobInfo, key []byte, nowMs 
 	if v == nil {
 		return fmt.Errorf("%w: %s moved meanwhile", ErrNotFound, info.ID)
 	}
+	// Never behind a short-job holder's hand-out mark (issue 22, item 1).
+	vestMs, err := q.vestAfterHandout(tr, r.lane, nowMs, info.ID)
+	if err != nil {
+		return err
+	}
 	tr.Clear(key)
-	tr.Set(r.lane.jobKey(nowMs, info.ID), v)
-	q.indexSet(tr, r.lane, nowMs, info.ID, r.v.Flags)
+	tr.Set(r.lane.jobKey(vestMs, info.ID), v)
+	q.indexSet(tr, r.lane, vestMs, info.ID, r.v.Flags)
 	tr.Add(q.k.wakeKey(info.TaskType), le64(1))
-	return q.cover(tr, r.lane, nowMs, nowMs)
+	return q.cover(tr, r.lane, vestMs, nowMs)
 }
 
 // tracked reports whether jobs of taskType keep a lookup index (every type

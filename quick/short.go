@@ -265,11 +265,11 @@ const lapsedCountLimit = 1000
 // was taken. The mark is cleared: it is spent.
 //
 // Over-counting is possible only where a key was placed behind the
-// holder's cursor without being handed out and the holder then died. An
-// enqueue never does (it reads the mark and places its job after it:
-// enqueue.go, readHandoutMarks); a release, requeue or run-now vesting
-// before the cursor's time (from a clock behind the holder's), or a short
-// job released in place, may.
+// holder's cursor without being handed out and the holder then died. No
+// placement does: an enqueue reads the mark and places its job after it
+// (enqueue.go, readHandoutMarks), and so do a run-now, a requeue and a
+// fail, snooze or release that moves a key, the holder's own release of a
+// short job in place included (vestAfterHandout).
 //
 // Keys: reads Z (5, prio, lane) (serializable); when it is the lapsed
 // lease's, a snapshot range read of the lane up to the mark (at most

@@ -28,13 +28,22 @@ import (
 // its presence record, presence.go), every clockPeriods heartbeat periods,
 // whatever the number of workers. Through read versions (which advance a
 // million a second on a cluster) a sample tells what its writer's clock
-// reads now (judgeClock). The reference is the median of the largest group
-// of clocks within the limit of each other when that group is a strict
-// majority, else the clock of the most senior sample (the first to
-// publish); a worker off it by more than an eighth of its shortest lease
-// (handler lease or lane lease), error included, stands by: its claims are
-// refused until it agrees again (with a quarter of the limit to spare).
-// Until its first round a worker does not claim.
+// reads now (judgeClock). The reference is the middle of the spread of the
+// largest group of clocks within twice the limit of each other when that
+// group is a strict majority, else the clock of the most senior sample (the
+// first to publish); a worker off it by more than the limit, an eighth of
+// its shortest lease (handler lease or lane lease), error included, stands
+// by: its claims are refused until it agrees again (with a quarter of the
+// limit to spare). Until its first round a worker does not claim.
+//
+// The middle of the spread, not the median (issue 22, a rolling start): a
+// fleet whose clocks all fit in twice the limit has every clock within the
+// limit of that middle, whatever order its workers joined in, so none
+// stands by. With the median of the clocks seen so far, a worker at +2 s
+// joining after workers at -2, -1.5 and -0.9 s read 3.5 s and, stood by
+// once (against the first one alone), needed three quarters of the limit
+// to come back: it stayed out until the rest of the fleet joined. Active
+// workers are still at most twice the limit (a quarter of a lease) apart.
 //
 // Keys: S (1, "zc", slot) for slot < clockSlots: a snapshot range read of
 // all and a blind Set of its own; and S (1, "wp", workerID) (presence.go).
@@ -301,8 +310,12 @@ func judgeClock(cands []clockCand, limit time.Duration, prev bool) (standby bool
 		return strings.Compare(a.id, b.id)
 	})
 	bestLo, bestN, hi := 0, 0, 0
+	window := 2 * limit
+	if mutant.On("worker.clock-median") {
+		window = limit
+	}
 	for lo := range sorted {
-		for hi < len(sorted) && sorted[hi].off-sorted[lo].off <= limit {
+		for hi < len(sorted) && sorted[hi].off-sorted[lo].off <= window {
 			hi++
 		}
 		if n := hi - lo; n > bestN {
@@ -313,6 +326,10 @@ func judgeClock(cands []clockCand, limit time.Duration, prev bool) (standby bool
 	if 2*bestN > len(sorted) {
 		group := sorted[bestLo : bestLo+bestN]
 		ref = group[len(group)/2]
+		if !mutant.On("worker.clock-median") {
+			// The middle of the group's spread (see the top of the file).
+			ref.off = group[0].off + (group[len(group)-1].off-group[0].off)/2
+		}
 		for _, c := range group {
 			ref.bound = max(ref.bound, c.bound)
 		}

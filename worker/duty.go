@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -235,7 +236,11 @@ func (w *Worker) takeDuty(ctx context.Context, d Duty) (took bool, next time.Tim
 	err = w.q.DB().Transact(ctx, func(tr kv.Transaction) error {
 		took, next = false, time.Time{}
 		now := w.clk.Now()
-		v, err := tr.Get(key).Get()
+		var rd kv.ReadTransaction = tr
+		if mutant.On("worker.duty-snapshot") {
+			rd = tr.Snapshot()
+		}
+		v, err := rd.Get(key).Get()
 		if err != nil {
 			return err
 		}

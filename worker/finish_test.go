@@ -41,7 +41,7 @@ func TestCompleteWithSurvivesATimeoutInCommit(t *testing.T) {
 		})
 		res := e.enqueue(quick.NewJob{TaskType: "tx", MaxAttempts: 1})
 		e.start(w)
-		if err := <-done; err != nil {
+		if err := recv(e, "the handler's CompleteWith", done); err != nil {
 			t.Fatalf("%d in commit: CompleteWith: %v", code, err)
 		}
 		if fw.Failed.Load() != 1 {
@@ -109,7 +109,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 	})
 	e.enqueue(quick.NewJob{TaskType: "tx"})
 	e.start(w)
-	err := <-first
+	err := recv(e, "the first run's CompleteWith", first)
 	if err == nil {
 		t.Fatal("CompleteWith reported success; its writes did not commit and the job runs elsewhere")
 	}
