@@ -10,7 +10,7 @@ import (
 // A listing refuses a corrupt cursor, another task type's and another
 // listing's, with ErrInvalidCursor; its own pages through.
 func TestCursorsAreValidated(t *testing.T) {
-	e := newEnv(t, quick.Options{})
+	e := newEnv(t, quick.Options{Layout: quick.LayoutZones})
 	for range 3 {
 		e.enqueue(t, quick.NewJob{TaskType: "email"}, quick.NewJob{TaskType: "sms"})
 	}

@@ -357,7 +357,7 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 		UniqueKey:   j.UniqueKey,
 		Flags:       q.waitFlag(j.NewJob),
 	}
-	if q.opts.TaskTypes[j.TaskType].Trackable {
+	if q.tracked(j.TaskType) {
 		v.Flags |= flagTrackable
 	}
 	if nowMs != j.ID.Time().UnixMilli() {

@@ -78,7 +78,7 @@ func TestZoneGetOfAnUntrackedJobSaysSo(t *testing.T) {
 	e := newZIEnv(t, Options{})
 	id := e.place(t, zijob{ItemSpace: "acme", V: zjobValue{Payload: []byte("hi")}})
 	_, err := e.q.Get(e.ctx, id)
-	if !IsNotFound(err) || !errors.Is(err, ErrNotTrackable) || !strings.Contains(err.Error(), "Trackable") {
+	if !IsNotFound(err) || !errors.Is(err, ErrNotTrackable) || !strings.Contains(err.Error(), "Untracked") {
 		t.Fatalf("Get of an untracked zones job: %v", err)
 	}
 	if err := e.q.Cancel(e.ctx, id); !errors.Is(err, ErrNotTrackable) {
@@ -235,8 +235,8 @@ func TestZoneRequeuePlacesTheDeadLetterBackInItsZone(t *testing.T) {
 	if err := e.q.Requeue(e.ctx, small); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.q.RequeueMatching(e.ctx, DeadFilter{TaskType: "email"}, 0); err != nil || n != 1 {
-		t.Fatalf("requeue matching: %d, %v", n, err)
+	if r, err := e.q.RequeueMatching(e.ctx, DeadFilter{TaskType: "email"}, BulkOptions{}); err != nil || r.Done != 1 {
+		t.Fatalf("requeue matching: %+v, %v", r, err)
 	}
 	for _, c := range []struct {
 		id      ID

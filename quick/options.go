@@ -215,11 +215,16 @@ type TaskTypeOptions struct {
 	// moves to a lease of its own first. Attempts are counted only when a
 	// lane is taken over from a holder that vanished.
 	ShortJobs bool
-	// Trackable keeps a lookup index of the type's jobs (LayoutZones), so
-	// that Get, Cancel and RunNow find them by ID: one more key set at
-	// enqueue and at each move and cleared at the end. Without it a zones
-	// job is found by ID only through its lease, its outcome (Waitable) or
-	// the dead letters.
+	// Untracked drops the lookup index S (2, "i", id) of the type's jobs:
+	// one key fewer set at enqueue and at each move (claim, extend, retry)
+	// and cleared at the end. Get, Cancel, RunNow, Wait and Outcome then
+	// find a pending job of the type by ID only through its lease, its
+	// outcome (Waitable) or the dead letters: they return ErrNotTrackable.
+	// By default every job is tracked.
+	Untracked bool
+	// Trackable is what every task type is now, unless Untracked.
+	//
+	// Deprecated: it has no effect; remove it.
 	Trackable bool
 }
 

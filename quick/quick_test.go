@@ -411,32 +411,23 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 }
 
-func TestCancelListAndLaneCounts(t *testing.T) {
-	e := newEnv(t, quick.Options{Lanes: 4})
+func TestCancelListAndDepth(t *testing.T) {
+	e := newEnv(t, quick.Options{Layout: quick.LayoutZones, ZoneLanes: 4})
 	var jobs []quick.NewJob
 	for i := 0; i < 20; i++ {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: []byte(fmt.Sprint(i))})
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: []byte(fmt.Sprint(i)), ItemSpace: fmt.Sprint("t", i%3)})
 	}
 	for i := 0; i < 5; i++ {
 		jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Hour})
 	}
 	res := e.enqueue(t, jobs...)
-	ls := e.claim(t, "w", 3)
-	counts, err := e.q.LaneCounts(e.ctx, quick.LaneCountsOptions{TaskType: "email", PerRange: 0})
+	ls := e.claimZones(t, "w", 3)
+	d, err := e.q.Depth(e.ctx, quick.DepthOptions{TaskType: "email"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ready, leased, sched int
-	for _, c := range counts {
-		ready += c.Ready
-		leased += c.Leased
-		sched += c.Scheduled
-		if !c.Exact {
-			t.Errorf("lane %d inexact", c.Lane)
-		}
-	}
-	if ready != 17 || leased != 3 || sched != 5 {
-		t.Fatalf("ready=%d leased=%d scheduled=%d, want 17 3 5", ready, leased, sched)
+	if d.Ready != 17 || d.Leased != 3 || d.Scheduled != 5 || !d.Exact {
+		t.Fatalf("depth %+v, want 17 ready, 3 leased, 5 scheduled, exact", d)
 	}
 	page, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", State: quick.StateLeased})
 	if err != nil || len(page.Jobs) != 3 {

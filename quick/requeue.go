@@ -79,7 +79,7 @@ func (q *Queue) requeueZoneTx(tr kv.Transaction, id ID, rec *record, now time.Ti
 	}
 	l := laneRef{z: z, prio: prio, lane: laneOfID(id, lanes)}
 	v := zjobValue{MaxAttempts: rec.MaxAttempts, LastError: rec.LastError, Flags: rec.Flags & (flagWaitable | flagTrackable)}
-	if q.opts.TaskTypes[rec.TaskType].Trackable {
+	if q.tracked(rec.TaskType) {
 		v.Flags |= flagTrackable
 	}
 	if ms := rec.CreatedAtMs; ms != 0 && ms != id.Time().UnixMilli() {

@@ -33,6 +33,10 @@ import (
 // letters as configured, unique keys unique, checkpoints resumed by the next
 // holder. It fails if any fault kind was never injected.
 func TestStateMachine(t *testing.T) {
+	// Its checks list the jobs with List, which reads the zones layout
+	// only since issue 21; statemachine_test.go drives the zones layout,
+	// and this schema-1 model goes with schema 1.
+	t.Skip("schema 1: List no longer reads the lanes layout")
 	var jobs, steps int64
 	var faults kv.FaultStats
 	cfg := kv.Faults{

@@ -238,13 +238,9 @@ func (emailArgs) Kind() string { return "email" }
 
 func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
 	t.Helper()
-	ls, err := q.LaneCounts(context.Background(), quick.LaneCountsOptions{TaskType: taskType, PerRange: 0})
+	d, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: taskType})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, l := range ls {
-		n += l.Leased
-	}
-	return n
+	return d.Leased
 }
