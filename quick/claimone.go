@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/testhook"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-func init() { testhook.ClaimOne = claimOne }
-
-// claimOne leases one job by ID, whatever its vesting time, for quicktest's
+// claimOne (schema 1; claimByID in worktest.go calls it) leases one job by ID, whatever its vesting time, for quicktest's
 // Work: a test runs the job it enqueued, not whichever job a lane offers
 // first. It counts an attempt like a claim. A leased, dead or finished job,
 // or one whose attempts are spent, is an error.

@@ -1,13 +1,10 @@
 package quick
 
 import (
-	"github.com/quickfdb/quickfdb/internal/testhook"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-func init() { testhook.JobsTx = jobsTx }
-
-// jobsTx lists up to limit of a task type's scheduled, ready and leased
+// jobsTx (schema 1; testJobsTx in worktest.go calls it) lists up to limit of a task type's scheduled, ready and leased
 // jobs, with their records (payload, item space), in rt: quicktest's view of
 // what a test enqueued, including its own uncommitted writes when rt is the
 // caller's transaction. more is set when the task type holds more.
