@@ -171,8 +171,13 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		wg.Wait()
 		db.Close()
 	})
-	// Wait until the worker holds the three imports.
+	// Wait until the worker holds the three imports (bounded: a queue
+	// whose jobs Depth does not see fails here rather than hanging).
+	giveUp := time.Now().Add(time.Minute)
 	for {
+		if time.Now().After(giveUp) {
+			t.Fatal("the worker never held the three imports (quick.Depth)")
+		}
 		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: "import"})
 		if err != nil {
 			t.Fatal(err)
