@@ -88,18 +88,18 @@ type TenantDepth struct {
 //
 // With ItemSpaces nil it reads the pointer index (every lane holding jobs
 // has an entry; one whose lane state names another entry is a leftover and
-// is skipped), at most Budget/18 entries, in its order: priority, then the
+// is skipped), at most Budget/19 entries, in its order: priority, then the
 // lanes whose work is oldest first. Then it counts each lane's job keys,
 // the budget left shared equally among the lanes (at least 16 each): a
 // lane's keys are in vesting order, so a cut-short count has its ready jobs
 // first. With ItemSpaces set it counts those zones' job keys, the budget
 // shared equally among them (at least 16 each). When the budget cuts a
 // count short, Exact is false and the counts are lower bounds: a tenant
-// behind the first Budget/18 lanes of the index is then not seen at all.
+// behind the first Budget/19 lanes of the index is then not seen at all.
 //
-// Bound: at most Budget keys read (with ItemSpaces set, at most
-// max(Budget, 16 × len(ItemSpaces))), in two round trips whatever the
-// backlog or the number of tenants.
+// Bound: at most Budget keys read and the dead-letter counter (with
+// ItemSpaces set, at most max(Budget, 17 × len(ItemSpaces))), in two round
+// trips whatever the backlog or the number of tenants.
 //
 // Keys: snapshot reads. S (1, "dn", type); every tenant: one range read of
 // S (2, "p", type), a point read of each entry's lane state Z (1, prio,
@@ -162,7 +162,10 @@ type depthRead struct {
 // depthIndex reads the pointer index and starts a read of each live lane's
 // keys. complete says the index was read to its end.
 func (q *Queue) depthIndex(snap kv.ReadTransaction, taskType string, budget int) ([]depthRead, bool, error) {
-	maxPtrs := budget / (2 + depthMinLaneCap)
+	// Each pointer costs its entry and its lane state, and each lane at
+	// least depthMinLaneCap keys and the one past its cap; one more entry
+	// past maxPtrs says whether the index goes on.
+	maxPtrs := (budget - 1) / (3 + depthMinLaneCap)
 	kvs, err := snap.GetRange(rangeOf(q.zk.ptr.Sub(taskType)), kv.RangeOptions{Limit: maxPtrs + 1}).GetSliceWithError()
 	if err != nil {
 		return nil, false, err
@@ -192,7 +195,7 @@ func (q *Queue) depthIndex(snap kv.ReadTransaction, taskType string, budget int)
 	if len(live) == 0 {
 		return nil, complete, nil
 	}
-	laneCap := max((budget-2*len(kvs))/len(live), depthMinLaneCap)
+	laneCap := max((budget-2*len(kvs)-1)/len(live)-1, depthMinLaneCap)
 	reads := make([]depthRead, len(live))
 	for i, e := range live {
 		l := e.lane()
@@ -209,7 +212,7 @@ func (q *Queue) depthZones(snap kv.ReadTransaction, taskType string, itemSpaces 
 	if len(spaces) == 0 {
 		return nil, nil
 	}
-	zoneCap := max(budget/len(spaces), depthMinLaneCap)
+	zoneCap := max(budget/len(spaces)-1, depthMinLaneCap)
 	reads := make([]depthRead, len(spaces))
 	for i, s := range spaces {
 		z := q.zoneOf(taskType, s)
