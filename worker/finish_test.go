@@ -59,7 +59,7 @@ func TestCompleteWithSurvivesATimeoutInCommit(t *testing.T) {
 
 // A CompleteWith whose commit a timeout struck without applying, and whose
 // lease lapsed and was claimed again before the retry, did not complete the
-// job. For a zones job that is not Trackable the queue cannot look the job
+// job. For a zones job of an Untracked type the queue cannot look the job
 // up to tell, so CompleteWith must not claim success: it returns the lost
 // lease with the unknown outcome (kv.IsMaybeCommitted). It used to return
 // nil, with fn's writes not committed and the job running elsewhere.
@@ -67,7 +67,8 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	effect := space.Sub("effect").Pack(nil)
 	fw := &kvfake.FailWrite{Database: raw, Target: effect, Err: kv.Error{Code: 1031, DuringCommit: true}}
-	e := newEnvOn(t, fw, space, quick.Options{Layout: quick.LayoutZones})
+	e := newEnvOn(t, fw, space, quick.Options{Layout: quick.LayoutZones,
+		TaskTypes: map[string]quick.TaskTypeOptions{"tx": {Untracked: true}}})
 	first := make(chan error, 1) // the first attempt's CompleteWith
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "tx", func(ctx context.Context, j *RawJob) error {
