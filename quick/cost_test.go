@@ -50,12 +50,17 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 // keeps the lane it holds (Keep) from one batch to the next, as a worker
 // at steady state does, and hands it back at the end.
 func BenchmarkZoneJobCost(b *testing.B) {
-	for _, mode := range []string{"lease", "short"} {
+	// lease-untracked: lease mode for an Untracked task type (no lookup
+	// index entry), the cheaper mode beside the default.
+	for _, mode := range []string{"lease", "short", "lease-untracked"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
 				opts := quick.Options{}
-				if mode == "short" {
+				switch mode {
+				case "short":
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true}}
+				case "lease-untracked":
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {Untracked: true}}
 				}
 				e := newEnv(b, opts)
 				payload := make([]byte, 100)

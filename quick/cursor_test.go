@@ -10,7 +10,6 @@ import (
 // A listing refuses a corrupt cursor, another task type's and another
 // listing's, with ErrInvalidCursor; its own pages through.
 func TestCursorsAreValidated(t *testing.T) {
-	t.Skip("TODO(issue 21, surfaces): List reads schema 1 until the surfaces branch lands")
 	e := newEnv(t, quick.Options{})
 	for range 3 {
 		e.enqueue(t, quick.NewJob{TaskType: "email"}, quick.NewJob{TaskType: "sms"})

@@ -135,6 +135,10 @@ func TestZoneEnqueueTxIdempotentAcrossCallerRetries(t *testing.T) {
 // One marker per enqueue transaction, not per job: a batch of 100 costs
 // 100 job keys and one marker; claiming it two mutations a job and the
 // lane's bookkeeping once.
+//
+// The type is Untracked: these are the figures of the cheap mode (a tracked
+// job adds its lookup index entry to each write that places or moves it;
+// BenchmarkZoneJobCostTracked measures both).
 func TestZoneCostOfABatch(t *testing.T) {
 	e := zonesEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"email": {Untracked: true}}})
 	e.enqueue(t, quick.NewJob{TaskType: "email"}) // registers the type, creates the lane
@@ -213,6 +217,7 @@ func (o idemOpts) SetAutomaticIdempotency() error {
 // a timeout or cancellation striking the commit); where the engine refuses
 // the option, the marker alone pays for idempotency.
 func TestZoneEnqueueAutomaticIdempotency(t *testing.T) {
+	// Untracked: the figures count no lookup index entries.
 	e := zonesEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"email": {Untracked: true}}})
 	db := &idemDB{Database: e.db}
 	opts := e.q.Options()

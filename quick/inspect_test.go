@@ -235,8 +235,8 @@ func TestZoneRequeuePlacesTheDeadLetterBackInItsZone(t *testing.T) {
 	if err := e.q.Requeue(e.ctx, small); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.q.RequeueMatching(e.ctx, DeadFilter{TaskType: "email"}, 0); err != nil || n != 1 {
-		t.Fatalf("requeue matching: %d, %v", n, err)
+	if r, err := e.q.RequeueMatching(e.ctx, DeadFilter{TaskType: "email"}, BulkOptions{}); err != nil || r.Done != 1 {
+		t.Fatalf("requeue matching: %+v, %v", r, err)
 	}
 	for _, c := range []struct {
 		id      ID

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -407,6 +408,70 @@ func TestBadInputWritesNothing(t *testing.T) {
 	_, err = e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Peek: -1})
 	if !errors.Is(err, quick.ErrInvalidOption) {
 		t.Fatalf("negative Peek: %v", err)
+	}
+}
+
+func TestCancelListAndDepth(t *testing.T) {
+	e := newEnv(t, quick.Options{ZoneLanes: 4})
+	var jobs []quick.NewJob
+	for i := 0; i < 20; i++ {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: []byte(fmt.Sprint(i)), ItemSpace: fmt.Sprint("t", i%3)})
+	}
+	for i := 0; i < 5; i++ {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Hour})
+	}
+	res := e.enqueue(t, jobs...)
+	ls := e.claimZones(t, "w", 3)
+	d, err := e.q.Depth(e.ctx, quick.DepthOptions{TaskType: "email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Ready != 17 || d.Leased != 3 || d.Scheduled != 5 || !d.Exact {
+		t.Fatalf("depth %+v, want 17 ready, 3 leased, 5 scheduled, exact", d)
+	}
+	page, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", State: quick.StateLeased})
+	if err != nil || len(page.Jobs) != 3 {
+		t.Fatalf("list leased: %d %v", len(page.Jobs), err)
+	}
+	// Paging visits every job once.
+	seen := map[quick.ID]bool{}
+	var after quick.Cursor
+	for {
+		p, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", Limit: 4, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range p.Jobs {
+			if seen[j.ID] {
+				t.Fatalf("job %s listed twice", j.ID)
+			}
+			seen[j.ID] = true
+		}
+		if p.Next == "" {
+			break
+		}
+		after = p.Next
+	}
+	if len(seen) != 25 {
+		t.Fatalf("paged listing saw %d jobs, want 25", len(seen))
+	}
+	// Cancel a leased job: its holder loses the lease.
+	if err := e.q.Cancel(e.ctx, ls[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.q.Complete(e.ctx, ls[0]); !quick.IsLeaseLost(err) {
+		t.Fatalf("complete after cancel: %v", err)
+	}
+	// Cancel a scheduled job by ID.
+	if err := e.q.Cancel(e.ctx, res[24].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.q.Cancel(e.ctx, quick.NewID(epoch)); !quick.IsNotFound(err) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	types, err := e.q.TaskTypes(e.ctx)
+	if err != nil || len(types) != 1 || types[0] != "email" {
+		t.Fatalf("task types %v %v", types, err)
 	}
 }
 

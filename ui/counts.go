@@ -17,30 +17,30 @@ type typeCounts struct {
 	// bounds.
 	Exact       bool
 	OldestReady time.Time
-	Lanes       []quick.LaneStats
+	// Lanes were the schema-1 lanes' counts; quick.Depth counts zones and
+	// tenants, so this stays empty until the lanes page shows a zone's
+	// lanes (quick.Queue.ZoneInfo).
+	Lanes []laneCount
+	// Tenants are the busiest tenants (quick.Depth).
+	Tenants []quick.TenantDepth
 }
 
-// typeCounts reads a task type's counts: quick.Queue.LaneCounts (one range
-// read per lane and priority, at most Budget keys each, all in flight) and
-// DeadCount (one point read of an atomic counter).
+// laneCount is one lane's counts on the lanes page.
+type laneCount struct {
+	Lane, Ready, Leased, Scheduled int
+	Exact                          bool
+	OldestReady                    time.Time
+}
+
+// typeCounts reads a task type's counts: quick.Queue.Depth (at most
+// 10 × Budget keys read, in two round trips, and the dead-letter counter).
 func (h *Handler) typeCounts(ctx context.Context, t string) (typeCounts, error) {
-	ls, err := h.q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: h.cfg.Budget})
+	d, err := h.q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: 10 * h.cfg.Budget})
 	if err != nil {
 		return typeCounts{}, err
 	}
-	dead, err := h.q.DeadCount(ctx, t)
-	if err != nil {
-		return typeCounts{}, err
-	}
-	c := typeCounts{TaskType: t, At: h.now(), Dead: dead, Exact: true, Lanes: ls}
-	for _, l := range ls {
-		c.Ready += l.Ready
-		c.Leased += l.Leased
-		c.Scheduled += l.Scheduled
-		c.Exact = c.Exact && l.Exact
-		if !l.OldestReady.IsZero() && (c.OldestReady.IsZero() || l.OldestReady.Before(c.OldestReady)) {
-			c.OldestReady = l.OldestReady
-		}
-	}
-	return c, nil
+	return typeCounts{
+		TaskType: t, At: h.now(), Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Dead: d.Dead,
+		Exact: d.Exact, OldestReady: d.OldestReady, Tenants: d.Tenants,
+	}, nil
 }

@@ -44,21 +44,18 @@ func TestPagesServe(t *testing.T) {
 	}
 }
 
-// TestOverviewCountsMatchLibrary: the overview shows what LaneCounts and
+// TestOverviewCountsMatchLibrary: the overview shows what Depth and
 // DeadCount say.
 func TestOverviewCountsMatchLibrary(t *testing.T) {
 	f := newFixture(t, ui.Config{})
 	f.seed()
 	body := f.get("/").body
 	for _, typ := range []string{"email", "webhook"} {
-		ls, err := f.q.LaneCounts(f.ctx, quick.LaneCountsOptions{TaskType: typ, PerRange: 1000})
+		dp, err := f.q.Depth(f.ctx, quick.DepthOptions{TaskType: typ})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ready, leased, sched int
-		for _, l := range ls {
-			ready, leased, sched = ready+l.Ready, leased+l.Leased, sched+l.Scheduled
-		}
+		ready, leased, sched := dp.Ready, dp.Leased, dp.Scheduled
 		dead, err := f.q.DeadCount(f.ctx, typ)
 		if err != nil {
 			t.Fatal(err)

@@ -244,13 +244,11 @@ func (emailArgs) Kind() string { return "email" }
 
 func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
 	t.Helper()
-	n := 0
-	for _, j := range jobsOf(t, q, taskType) {
-		if j.State == quick.StateLeased {
-			n++
-		}
+	d, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: taskType})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	return d.Leased
 }
 
 // jobsOf lists the task type's queued jobs, in every zone (quick's listing

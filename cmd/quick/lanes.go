@@ -137,24 +137,14 @@ func laneReports(ctx context.Context, q *quick.Queue, asked []string, budget int
 	}
 	reps := make([]laneReport, 0, len(types))
 	for _, t := range types {
-		ls, err := q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: budget})
+		// quick.Depth counts the type's zones (the schema-1 lanes are
+		// gone): the report has its total, no per-lane rows.
+		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: budget})
 		if err != nil {
 			return nil, err
 		}
-		rep := laneReport{TaskType: t, Total: laneRow{Lane: -1, Exact: true}}
-		var oldest time.Time
-		for _, l := range ls {
-			r := laneRow{Lane: l.Lane, Ready: l.Ready, Leased: l.Leased, Scheduled: l.Scheduled, Exact: l.Exact}
-			setOldest(&r, l.OldestReady, now)
-			rep.Lanes = append(rep.Lanes, r)
-			rep.Total.Ready += l.Ready
-			rep.Total.Leased += l.Leased
-			rep.Total.Scheduled += l.Scheduled
-			rep.Total.Exact = rep.Total.Exact && l.Exact
-			if !l.OldestReady.IsZero() && (oldest.IsZero() || l.OldestReady.Before(oldest)) {
-				oldest = l.OldestReady
-			}
-		}
+		rep := laneReport{TaskType: t, Total: laneRow{Lane: -1, Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Exact: d.Exact}}
+		oldest := d.OldestReady
 		setOldest(&rep.Total, oldest, now)
 		reps = append(reps, rep)
 	}
