@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/quickfdb/quickfdb/clock"
 )
 
 // Fairness counted in claims (issue 22, item 6; docs/design.md, "Choosing a
@@ -155,5 +157,42 @@ func TestFairnessSmallTenantsWithinTwoRoundsCountedInClaims(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A lane handed back with vested jobs stays where it was filed when an
+// enqueue whose clock reads behind the claimer's places a job in it: the
+// enqueue takes the pointer for a future one by its own clock, but the lane
+// state says it was filed vested (laneState.Vested). Pulled earlier, it
+// would jump among its second's new work, ahead of the lanes waiting, and
+// the enqueue's write would make the next claim of the lane conflict.
+func TestEnqueueBehindTheClaimersClockLeavesAHandedBackLaneWhereItIs(t *testing.T) {
+	e := newZCEnv(t, Options{})
+	e.clk.Set(zcEpoch.Add(500 * time.Millisecond))
+	// The enqueuer: the same queue, its clock 5 ms behind the claimer's.
+	slow := clock.NewFake(e.clk.Now().Add(-5 * time.Millisecond))
+	eq, err := Open(e.ctx, e.db, e.q.space, Options{Clock: slow, Layout: LayoutZones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "hot"}, NewJob{TaskType: "email", ItemSpace: "hot"})
+	e.clk.Advance(20 * time.Millisecond)
+	slow.Advance(20 * time.Millisecond)
+	if c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1}}); len(c.Jobs) != 1 || !c.More {
+		t.Fatalf("claim = %+v, want one job and more left", c)
+	}
+	l := laneRef{z: e.q.zoneOf("email", "hot"), prio: Normal, lane: 0}
+	back := handBackMs(e.clk.Now().UnixMilli())
+	if s, ok := e.laneState(t, l); !ok || s.PtrMs != back || !s.Vested || s.leased() {
+		t.Fatalf("lane state after the hand-back = %+v, want unleased, vested, at %d", s, back)
+	}
+	if _, err := eq.Enqueue(e.ctx, NewJob{TaskType: "email", ItemSpace: "hot"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := e.laneState(t, l); s.PtrMs != back {
+		t.Fatalf("the enqueue moved the handed-back lane's pointer to %d, want it left at %d (behind the lanes waiting)", s.PtrMs, back)
+	}
+	if e.get(t, e.q.pointerKeyOf(l, back)) == nil {
+		t.Fatal("the pointer entry is gone from where the lane state says")
 	}
 }

@@ -96,7 +96,9 @@ func bucketOf(ms int64) int64 {
 // takeover compare).
 func (q *Queue) movePointer(tr kv.Transaction, l laneRef, oldMs int64, s laneState) {
 	if !s.leased() {
-		s.PtrMs = pointerMs(s.PtrMs, q.Now().UnixMilli())
+		nowMs := q.Now().UnixMilli()
+		s.Vested = s.PtrMs <= nowMs
+		s.PtrMs = pointerMs(s.PtrMs, nowMs)
 	}
 	q.movePointerTo(tr, l, oldMs, s)
 }
@@ -160,7 +162,7 @@ func (c *coverer) read(tr kv.Transaction) {
 //
 // Keys: reads Z (1, prio, lane) of each lane (serializable); writes it and
 // S (2, "p", ...) only for a lane that had no pointer or whose unleased
-// pointer vested later than the new job.
+// pointer is in the future, later than the new job.
 func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 	c.read(tr)
 	for _, it := range c.items {
@@ -185,7 +187,17 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 		case s.leased():
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
-		case s.PtrMs <= it.vestMs:
+		case s.PtrMs <= it.vestMs || s.PtrMs <= nowMs || (s.Vested && !mutant.On("quick.cover-pulls-vested")):
+			// Vesting no later than the job, or vested already (by this
+			// clock, or filed vested by the writer's, which may read a
+			// little ahead): a claim reaches the lane. A vested pointer is
+			// not pulled earlier even for a job that vests before it (one
+			// whose time was fixed before a retry, or given in the past):
+			// it waits where it was filed, behind the lanes that were
+			// waiting before it (a lane handed back would otherwise jump
+			// among its second's new work), and the enqueue writes nothing
+			// a claim reads (0.2 conflicts per claim at one worker in
+			// steady mode when it did).
 			it.backlogged = s.PtrMs <= nowMs-zoneStaleMs
 		default:
 			old := s.PtrMs
@@ -627,7 +639,7 @@ func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, re
 		// Behind every lane already waiting (handBackMs): a round of
 		// claims visits each waiting lane once before it takes this one
 		// again.
-		q.movePointerTo(tr, p.lane, old, laneState{PtrMs: handBackMs(nowMs)})
+		q.movePointerTo(tr, p.lane, old, laneState{PtrMs: handBackMs(nowMs), Vested: true})
 		return nil
 	}
 	q.movePointer(tr, p.lane, old, laneState{PtrMs: nextMs})

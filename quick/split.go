@@ -167,7 +167,7 @@ func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n
 		if err := q.conflictOn(tr, dst.stateKey()); err != nil {
 			return true, -1, err
 		}
-		q.movePointerTo(tr, dst, tg.oldPtr, laneState{PtrMs: handBackMs(nowMs)})
+		q.movePointerTo(tr, dst, tg.oldPtr, laneState{PtrMs: handBackMs(nowMs), Vested: true})
 	}
 	q.opts.Logger.Debug("quick: split a deep lane", "lane", l.String(), "chunks", moved)
 	return kept || !end, futureMs, nil
