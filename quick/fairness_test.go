@@ -168,16 +168,16 @@ func TestFairnessSmallTenantsWithinTwoRoundsCountedInClaims(t *testing.T) {
 // the enqueue's write would make the next claim of the lane conflict.
 func TestEnqueueBehindTheClaimersClockLeavesAHandedBackLaneWhereItIs(t *testing.T) {
 	e := newZCEnv(t, Options{})
-	// The claimer hands the lane back 2 ms into a second, so it is filed at
-	// that second's first ms; the enqueuer, on the same queue, reads 5 ms
-	// behind: still in the second before.
-	e.clk.Set(zcEpoch.Add(time.Second + 2*time.Millisecond))
-	e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "hot"}, NewJob{TaskType: "email", ItemSpace: "hot"})
+	e.clk.Set(zcEpoch.Add(500 * time.Millisecond))
+	// The enqueuer: the same queue, its clock 5 ms behind the claimer's.
 	slow := clock.NewFake(e.clk.Now().Add(-5 * time.Millisecond))
 	eq, err := Open(e.ctx, e.db, e.q.space, Options{Clock: slow, Layout: LayoutZones})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "hot"}, NewJob{TaskType: "email", ItemSpace: "hot"})
+	e.clk.Advance(20 * time.Millisecond)
+	slow.Advance(20 * time.Millisecond)
 	if c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1}}); len(c.Jobs) != 1 || !c.More {
 		t.Fatalf("claim = %+v, want one job and more left", c)
 	}

@@ -34,16 +34,16 @@ func TestPointerMs(t *testing.T) {
 
 var errPeekDone = errors.New("peek done")
 
-// A lane handed back with vested jobs is filed at the first ms of its
-// second, never at a new-work ms: behind the new work of its second (filed
-// the ms before), ahead of the new work of the next.
+// A lane handed back with vested jobs is filed at the hand-back's ms, never
+// at a new-work ms: behind every lane that got work in an earlier ms or in
+// the same second, ahead of the new work of the next second.
 func TestHandBackMs(t *testing.T) {
 	for _, c := range []struct{ now, want int64 }{
 		{5_000, 5_000},
-		{5_250, 5_000},
-		{5_998, 5_000},
-		{5_999, 5_000},
-		{-1, -1_000},
+		{5_250, 5_250},
+		{5_998, 5_998},
+		{5_999, 5_998}, // the next second's new-work ms
+		{-1, -2},
 		{0, 0},
 	} {
 		got := handBackMs(c.now)

@@ -26,15 +26,14 @@ func (q *Queue) pointerKeyOf(l laneRef, ptrMs int64) []byte {
 	return q.zk.pointerKey(l.z.taskType, l.prio, ptrMs, l.z.hash, l.lane)
 }
 
-// pointerBucketMs is the pointer index's time grain for vested work: a
-// pointer written already vested for a lane that had none, or whose pointer
-// was in the future (an enqueue for now), is filed with the other new work
-// of its second (freshMs), a lane handed back with vested jobs left (or a
-// chunk a split moved) with the other hand-backs of its second
-// (handBackMs), each in random (hash) order; a pointer written for the
-// future (a delayed job, a lease deadline) is filed at its exact ms. Claims
-// take the oldest entries first, and start at a random place among them
-// (acquire): docs/design.md, "Choosing a pointer".
+// pointerBucketMs is the pointer index's time grain for new vested work: a
+// pointer written already vested for a lane that had none (an enqueue for
+// now, a chunk of a split) is filed with the other new work of its second,
+// in random (hash) order; a pointer written for the future (a delayed job, a
+// lease deadline) is filed at its exact ms, and a lane handed back with
+// vested jobs left at the ms of the hand-back (handBackMs). Claims take the
+// oldest entries first, and start at a random place among the new work of
+// one second (acquire): docs/design.md, "Choosing a pointer".
 const pointerBucketMs = 1000
 
 // pointerMs is where a pointer wanted at vestMs is filed when written at
@@ -50,40 +49,34 @@ func pointerMs(vestMs, nowMs int64) int64 {
 }
 
 // freshMs is where new work vesting at vestMs is filed: the last ms of the
-// second before vestMs's. Every lane that gets work in second s is so filed
-// ahead of every lane handed back during s, which is filed at s
-// (handBackMs): a lane handed back never comes back before a lane that got
-// new work before it, whatever the clock reads (a frozen clock included)
-// and however fast claims run.
+// second before vestMs's, the one ms in each second that no hand-back uses
+// (handBackMs). Every lane that gets work in second s is so filed ahead of
+// every lane handed back during s, which is filed at the hand-back's own
+// ms, at or after s: a lane handed back never comes back before a lane that
+// was waiting when it was taken, whatever the clock reads (a frozen clock
+// included) and however fast claims run.
 func freshMs(vestMs int64) int64 { return bucketOf(vestMs) - 1 }
 
 // isFreshMs reports whether ms is a second's new-work ms (freshMs).
 func isFreshMs(ms int64) bool { return ms == freshMs(ms+1) }
 
 // handBackMs is where a lane handed back at nowMs with vested jobs left is
-// filed: at the first ms of its second, among the other lanes handed back
-// in that second (in hash order, so claims spread over them), and behind
-// the second's new work, filed the ms before (freshMs). A lane handed back
-// so never comes back before a lane that got new work before it, nor
-// before a lane handed back in an earlier second; among the lanes handed
-// back in the current second, the choice is random (docs/design.md,
-// "Choosing a pointer", the trade).
+// filed: at nowMs, behind every pointer already filed at an earlier ms, or
+// the ms before when nowMs is a new-work ms, which belongs to the new work
+// of the next second (filed later, so behind this hand-back).
 //
 // The mutant quick.handback-order files it with the new work of its second
 // instead, as the index did before (issue 22, item 6): the lane then comes
-// back again and again while that second is the oldest, ahead of tenants
-// that were waiting.
+// back again and again while that second is the oldest.
 func handBackMs(nowMs int64) int64 {
 	if mutant.On("quick.handback-order") {
 		return freshMs(nowMs)
 	}
-	return bucketOf(nowMs)
+	if isFreshMs(nowMs) {
+		return nowMs - 1
+	}
+	return nowMs
 }
-
-// isSpreadMs reports whether ms is one where many lanes may share a ms and
-// a claim starts at a random hash among them: a second's new work or its
-// hand-backs.
-func isSpreadMs(ms int64) bool { return isFreshMs(ms) || ms == bucketOf(ms) }
 
 // nextFreshMs is the first new-work ms at or after ms.
 func nextFreshMs(ms int64) int64 { return freshMs(ms+1) + pointerBucketMs }
@@ -421,10 +414,9 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			r.bucket.ms.Store(m0)
 		}
 		// The random read is of use when it started at m0 itself, or, when
-		// m0 is an exact ms (a delayed job vested, a lease lapsed: a few
-		// entries a ms) rather than a second's new work or hand-backs,
-		// anywhere before m0: nothing is filed before m0, so it read the
-		// oldest entries from m0 on.
+		// m0 is not new work (a lane handed back, a delayed job vested, a
+		// lease lapsed: a few entries a ms), anywhere before m0: nothing is
+		// filed before m0, so it read the oldest entries from m0 on.
 		collect := func(rr kv.RangeResult) error {
 			rs, rbad, err := q.peekEntries(tr, rr, now)
 			if err != nil {
@@ -438,7 +430,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			}
 			return nil
 		}
-		useful := r.rnd != nil && (r.rndAt == m0 || (r.rndAt < m0 && !isSpreadMs(m0)))
+		useful := r.rnd != nil && (r.rndAt == m0 || (r.rndAt < m0 && !isFreshMs(m0)))
 		if r.rnd != nil {
 			var err error
 			if useful {
@@ -455,13 +447,14 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		if len(entries[i]) == 0 && r.check && !(useful && r.rndAt == m0) {
 			// The oldest entries moved since this process last looked, and
 			// the head was read for the check only: read where they are now
-			// (one more round trip, about twice a second and process: into a
-			// second's new work, then into its hand-backs). After a wrong
-			// guess the head's K are there to pick from instead. A second's
-			// new work or hand-backs are read from a random place among
-			// them; an exact ms, with a few entries, from its first on.
+			// (one more round trip, once per second's new work and process:
+			// a claim following the hand-backs of one second finds them
+			// from where it last looked). After a wrong guess the head's K
+			// are there to pick from instead. New work is read from a
+			// random place among its entries; hand-backs, a few a ms, from
+			// the oldest on.
 			h := int64(math.MinInt64)
-			if isSpreadMs(m0) {
+			if isFreshMs(m0) {
 				h = int64(q.randUint64())
 			}
 			if err := collect(snap.GetRange(q.zk.pointersFrom(taskType, prio, m0, h), kv.RangeOptions{Limit: peek})); err != nil {
