@@ -160,11 +160,25 @@ func (c *coverer) read(tr kv.Transaction) {
 
 // apply creates or pulls earlier the pointers the placed jobs need.
 //
-// Keys: reads Z (1, prio, lane) of each lane (serializable); writes it and
-// S (2, "p", ...) only for a lane that had no pointer or whose unleased
+// A lane state is never trusted alone (issue 22, item 3): where it would
+// leave the pointer as it is, cover reads the pointer it names (snapshot:
+// the state, read serializably, changes with it), and a state without its
+// pointer (a tenant's subspace copied or restored without the queue's
+// pointer index) gets it back, so the lane's jobs, old and new, are
+// reachable again.
+//
+// Keys: reads Z (1, prio, lane) of each lane (serializable) and, where the
+// state is kept, its pointer S (2, "p", ...) (snapshot); writes the state
+// and S (2, "p", ...) only for a lane that had no pointer or whose unleased
 // pointer is in the future, later than the new job.
 func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 	c.read(tr)
+	type kept struct {
+		it  *coverItem
+		s   laneState
+		ptr kv.Future[[]byte]
+	}
+	var keep []kept
 	for _, it := range c.items {
 		v, err := it.state.Get()
 		if err != nil {
@@ -184,25 +198,43 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased():
+		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"):
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
-		case s.PtrMs <= it.vestMs || s.PtrMs <= nowMs || (s.Vested && !mutant.On("quick.cover-pulls-vested")):
-			// Vesting no later than the job, or vested already (by this
-			// clock, or filed vested by the writer's, which may read a
-			// little ahead): a claim reaches the lane. A vested pointer is
-			// not pulled earlier even for a job that vests before it (one
-			// whose time was fixed before a retry, or given in the past):
-			// it waits where it was filed, behind the lanes that were
-			// waiting before it (a lane handed back would otherwise jump
-			// among its second's new work), and the enqueue writes nothing
-			// a claim reads (0.2 conflicts per claim at one worker in
-			// steady mode when it did).
-			it.backlogged = s.PtrMs <= nowMs-zoneStaleMs
+			// An unleased pointer that vests by the new job, or has vested
+			// already (by this clock, or filed vested by the writer's,
+			// which may read a little ahead: laneState.Vested), is reached
+			// by a claim. A vested pointer is not pulled earlier even for a
+			// job that vests before it (one whose time was fixed before a
+			// retry, or given in the past): it waits where it was filed,
+			// behind the lanes that were waiting before it (a lane handed
+			// back would otherwise jump among its second's new work), and
+			// the enqueue writes nothing a claim reads (0.2 conflicts per
+			// claim at one worker in steady mode when it did). Either way
+			// the pointer stays, if it is there.
+			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
 			s.PtrMs = it.vestMs
 			q.movePointer(tr, it.l, old, s)
+		}
+	}
+	for _, k := range keep {
+		v, err := k.ptr.Get()
+		if err != nil {
+			return err
+		}
+		if v == nil && !mutant.On("quick.cover-pointer") {
+			q.opts.Logger.Warn("quick: a lane state without its pointer; writing the pointer", "lane", k.it.l.String())
+			s := k.s
+			if !s.leased() {
+				s.PtrMs = min(s.PtrMs, k.it.vestMs)
+			}
+			q.movePointer(tr, k.it.l, -1, s)
+			continue
+		}
+		if !k.s.leased() {
+			k.it.backlogged = k.s.PtrMs <= nowMs-zoneStaleMs
 		}
 	}
 	return nil
@@ -510,7 +542,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
 				return PointerLease{}, false, 0, nil, err
 			}
-			if old.PtrMs != e.PtrMs {
+			if old.PtrMs != e.PtrMs && !mutant.On("quick.stale-pointer") {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				if err := lr.discard(); err != nil {
