@@ -72,6 +72,9 @@ func handBackMs(nowMs int64) int64 {
 	if mutant.On("quick.handback-order") {
 		return freshMs(nowMs)
 	}
+	if mutant.On("quick.handback-pool") {
+		return bucketOf(nowMs) // the second's hand-backs pooled in random order
+	}
 	if isFreshMs(nowMs) {
 		return nowMs - 1
 	}
@@ -393,7 +396,16 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				b = peekEmpty
 			}
 			if b >= 0 {
-				r.rnd, r.rndAt = snap.GetRange(q.zk.pointersFrom(taskType, prio, b, int64(q.randUint64())), kv.RangeOptions{Limit: peek}), b
+				// A random place among a second's new work; from the first
+				// entry of an exact ms (hand-backs, a few a ms, in the order
+				// they were handed back): a random start there would skip
+				// the oldest half the time, and a lane could wait behind
+				// later hand-backs again and again.
+				h := int64(math.MinInt64)
+				if isFreshMs(b) {
+					h = int64(q.randUint64())
+				}
+				r.rnd, r.rndAt = snap.GetRange(q.zk.pointersFrom(taskType, prio, b, h), kv.RangeOptions{Limit: peek}), b
 			}
 		}
 		r.head = snap.GetRange(q.zk.pointersUntil(taskType, prio, -1), kv.RangeOptions{Limit: headLimit})
