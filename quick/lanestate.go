@@ -53,9 +53,10 @@ import (
 // conflicts with it (and with another growth), retries and grows from the
 // count it then reads.
 // The jobs of the transaction that grows are placed by the old count; the
-// next transactions spread theirs over the new lanes. A lane handed back
-// with vested jobs left is filed at the start of its second (pointer.go),
-// up to 999 ms before the hand-back, hence 2 s and not zoneGrowWait alone.
+// next transactions spread theirs over the new lanes. New vested work's
+// pointer is filed at the last ms of the second before its own
+// (pointer.go, freshMs), up to 1,000 ms before it was written, hence 2 s
+// and not zoneGrowWait alone.
 //
 // Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.
 
@@ -65,7 +66,7 @@ const zoneGrowWait = lanes.GrowWait
 
 // zoneStaleMs is how long an unleased pointer must have been vested for an
 // enqueue into its lane to grow the zone: zoneGrowWait, plus the second a
-// vested pointer's filing time may lag its hand-back.
+// new-work pointer's filing time may lag its write (freshMs).
 const zoneStaleMs = int64(zoneGrowWait/time.Millisecond) + pointerBucketMs
 
 // zoneGrowSample is how many of the jobs a claim took are checked to hash

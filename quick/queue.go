@@ -28,9 +28,12 @@ type Queue struct {
 	knownTypes sync.Map
 	// deadHooks maps a task type to its DeadLetterHook (deadhook.go).
 	deadHooks sync.Map
-	// peekFrom maps a task type and priority to the oldest vested bucket
-	// of its pointer index that a claim last saw (pointer.go, acquire).
+	// peekFrom maps a task type and priority to the oldest vested ms of
+	// its pointer index that a claim last saw (pointer.go, acquire).
 	peekFrom sync.Map
+	// pickRand, set by tests only, replaces acquire's random source so
+	// that a trial is reproducible from its seed; nil: math/rand/v2.
+	pickRand func() uint64
 }
 
 // Open opens the queue under space. Nothing is written: a queue is its keys,

@@ -162,12 +162,14 @@ func (q *Queue) splitLane(tr kv.Transaction, opts ClaimOptions, l laneRef, n int
 		}
 		// The chunk lane's state as read (none, or idle): conflict if it
 		// changes (an enqueue creating or pulling it, a claim taking it),
-		// and file its pointer in the current second.
+		// and file its pointer as a hand-back: the chunk is the split
+		// lane's work, which goes behind every lane already waiting
+		// (pointer.go, handBackMs), not ahead as new work would.
 		dst := laneRef{z: l.z, prio: l.prio, lane: tg.lane}
 		if err := q.conflictOn(tr, dst.stateKey()); err != nil {
 			return true, -1, err
 		}
-		q.movePointer(tr, dst, tg.oldPtr, laneState{PtrMs: nowMs})
+		q.movePointerTo(tr, dst, tg.oldPtr, laneState{PtrMs: handBackMs(nowMs), Vested: true})
 	}
 	q.opts.Logger.Debug("quick: split a deep lane", "lane", l.String(), "chunks", moved)
 	return kept || !end, futureMs, nil

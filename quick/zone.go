@@ -8,23 +8,24 @@ package quick
 // are keys ordered by vesting time, spread over the zone's hash lanes
 // (usually one; a busy zone grows more so that many workers can work it).
 // Every lane that holds a job has one entry in the task type's pointer
-// index, ordered by when the lane next has work (to the second once it has
-// vested work, then by a hash of zone and lane). A worker reads a few
-// entries from a random place in the oldest vested second, picks one at
-// random (so workers rarely collide; pointer.go, acquire), leases the
-// lane for a short time (LaneLease), takes a batch of its
-// vested jobs with per-job leases exactly as the lanes layout does, and
-// hands the lane back with its next vesting time: a lane with more vested
-// work goes into the current second, behind every earlier vested second,
+// index, ordered by when the lane next has work (new vested work by its
+// second, a lane handed back by the ms of the hand-back; then by a hash of
+// zone and lane). A worker reads a few entries from a random place among
+// the oldest vested ones, picks one at random (so workers rarely collide;
+// pointer.go, acquire), leases the lane for a short time (LaneLease),
+// takes a batch of its vested jobs with per-job leases exactly as the
+// lanes layout does, and hands the lane back with its next vesting time:
+// a lane with more vested work goes behind every lane already waiting,
 // which is what makes the index round-robin between tenants.
 //
 // The invariant every operation keeps: a lane that holds any job key has a
 // lane state Z (1, prio, lane) and one pointer at the lane state's PtrMs;
 // while the lane is not leased that pointer vests no later than the lane's
 // earliest key, or has already vested (a lane handed back with vested jobs
-// left goes behind the other vested pointers, in the hand-back's second; a
-// pointer written already vested is filed at the start of its second, which
-// is no later than the job that needed it). A write that places a job key
+// left goes behind the other vested pointers, at the hand-back's ms; a
+// pointer written already vested for new work is filed at the last ms of
+// the second before the job's, which is earlier than the job that needed
+// it). A write that places a job key
 // (enqueue, fail, snooze, release, requeue, run-now) goes through cover,
 // which reads the lane state serializably; a worker that hands a lane back
 // reads the lane's keys before the new vesting time serializably. So an enqueue racing the removal of

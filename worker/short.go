@@ -13,13 +13,13 @@ import (
 // under its lane lease without moving their keys: the lane lease is their
 // lease. The worker keeps such a lane (a shortLane) while its jobs run:
 //
-//   - it renews the lane (quick.Queue.ExtendPointer) when a third of the
+//   - it renews the lane (quick.Consumer.ExtendLane) when a third of the
 //     pointer lease is left, as the keeper renews per-job leases;
 //   - acks of its jobs go through the acker in batches, checked against the
 //     lane lease (the acks clear the keys);
 //   - once the lane is retired (nothing more vested, or keepRounds claims
 //     on it) and every job handed out under it is acked, it goes back to
-//     the index (ReleasePointer);
+//     the index (ReleaseLane);
 //   - when a renewal falls due and the lane is retired, or one of its jobs
 //     has run for half a pointer lease, or the lane has been held for
 //     maxShortHold, the jobs still running move to leases of their own in
@@ -31,7 +31,7 @@ import (
 // in the lane, vested: handed back, the lane would run it again); the
 // shortKeeper extends the lane and tries again once the acks are in.
 //
-// Keys: those of ExtendPointer, HandBack and ReleasePointer (quick/short.go,
+// Keys: those of ExtendLane, HandBack and ReleaseLane (quick/short.go,
 // quick/pointer.go); nothing of its own.
 
 // maxShortHold bounds how long a worker keeps one short lane, in pointer
