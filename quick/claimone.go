@@ -50,9 +50,8 @@ func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Du
 		if err := v.unmarshal(jv); err != nil {
 			return fmt.Errorf("quick: job %s: %w", id, err)
 		}
-		if v.Token != 0 {
-			return fmt.Errorf("%w: %s is leased", ErrInvalidOption, id)
-		}
+		// A live lease was refused above (its state is leased); a lapsed
+		// one is taken over, as a claim would, its run counted.
 		if v.exhausted() {
 			// A claim would dead-letter it rather than run it.
 			return fmt.Errorf("%w: %s has spent its %d attempts", ErrInvalidOption, id, v.MaxAttempts)
