@@ -8,7 +8,7 @@ import (
 	"github.com/quickfdb/quickfdb/internal/wire"
 )
 
-// The zones layout keeps the whole job in its key's value (zjobValue), so a
+// The queue keeps the whole job in its key's value (zjobValue), so a
 // job costs one set to enqueue, a clear and a set to claim and one clear to
 // complete: the floor of a queue whose claim is a move (docs/design.md,
 // "Cost per job"). Payloads and checkpoints over InlinePayload bytes are
@@ -16,10 +16,10 @@ import (
 // rewrite them.
 
 // InlinePayload is the largest payload (and checkpoint) kept in the job key's
-// value in the zones layout; larger ones are written once beside it.
+// value; larger ones are written once beside it.
 const InlinePayload = 1024
 
-// Flags of a zones-layout job, beside flagCheckpoint and flagWaitable.
+// Flags of a job, beside flagCheckpoint and flagWaitable.
 const (
 	// flagBlob: the payload is under Z (3, id), not inline.
 	flagBlob = 1 << 2
@@ -28,7 +28,7 @@ const (
 	// flagTrackable: the job has a lookup index S (2, "i", id), kept at
 	// every move, so Get, Cancel and RunNow find it by ID.
 	flagTrackable = 1 << 4
-	// flagZones marks a record (a dead letter) of a zones-layout job, so
+	// flagZones marks a record (a dead letter) of a job, so
 	// that Requeue places it back into its zone.
 	flagZones = 1 << 5
 	// flagSplit: a claim moved the job out of its lane once already
@@ -37,7 +37,7 @@ const (
 	flagSplit = 1 << 6
 )
 
-// zjobValue is the value of a zones-layout job key.
+// zjobValue is the value of a job key.
 type zjobValue struct {
 	Payload     []byte // inline payload (flagBlob unset)
 	Attempt     int64  // runs started

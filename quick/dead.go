@@ -190,8 +190,8 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 	if rec.Quarantined {
 		return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
 	}
-	// TODO(issue 21, onelayout): a schema-1 dead letter (no flagZones)
-	// goes to its zone too: there is no other layout to place it in.
+	// A dead letter without flagZones (written by a build before the one
+	// layout) goes to its zone too: there is no other place for it.
 	return q.requeueZoneTx(tr, id, &rec, now)
 }
 
@@ -262,7 +262,7 @@ func (q *Queue) PurgeDead(ctx context.Context, taskType string, ret Retention, l
 }
 
 // PurgeMarkers deletes the enqueue markers older than the idempotency
-// window, of both layouts (S(1,"m",id) and the zones layout's S(2,"m",id)).
+// window, both S(1,"m",id) (per-call markers) and S(2,"m",id) (requeue markers).
 // Markers sort by the time in their version 7 ID, so this is one range
 // clear per layout with no read; any worker runs it now and then.
 func (q *Queue) PurgeMarkers(ctx context.Context) error {

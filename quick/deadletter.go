@@ -6,14 +6,13 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// zoneDeadLetterTx moves a zones-layout job to the dead letters. A dead
-// letter is a schema-1 record (State dead, Flags with flagZones, so that
+// zoneDeadLetterTx moves a job to the dead letters. A dead
+// letter is a record S (1, "j", id) (State dead, Flags with flagZones, so that
 // Requeue places it back into its zone), because dead letters are rare,
-// listed per task type and kept for inspection: one list serves both
-// layouts. The record holds the payload (read from Z (3, id) when it was
-// kept beside the job key); a checkpoint goes where schema 1 keeps it,
-// S (1, "c", id), so ListDead, Requeue and PurgeDead treat both layouts'
-// dead letters alike. The job key and its blobs are cleared. flagBlob and
+// listed per task type and kept for inspection. The record holds the payload (read from Z (3, id) when it was
+// kept beside the job key); a checkpoint goes to
+// S (1, "c", id), so ListDead, Requeue and PurgeDead treat every
+// dead letter alike. The job key and its blobs are cleared. flagBlob and
 // flagCkptBlob are dropped from the record's flags: they describe where the
 // zone kept the bytes, which no longer holds.
 //

@@ -140,3 +140,17 @@ func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, ra
 
 // The lease index S(1,"l",id) holds the vesting time of a claimed job's
 // schedule key; the lane follows from it (laneOf).
+
+// decodeDeadRecord decodes S(1,"j",id). Only a dead letter keeps a record
+// keyed by its ID (a live job is a key in its zone); a record in any other
+// state is schema-1 data, which Open refuses, so it is ErrCorrupt.
+func decodeDeadRecord(id ID, b []byte) (record, error) {
+	var rec record
+	if err := rec.unmarshal(b); err != nil {
+		return record{}, fmt.Errorf("quick: job %s: %w", id, err)
+	}
+	if rec.State != stateDead {
+		return record{}, fmt.Errorf("%w: job %s has a record that is not a dead letter (schema-1 data)", ErrCorrupt, id)
+	}
+	return rec, nil
+}

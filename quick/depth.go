@@ -250,7 +250,7 @@ func (d *Depth) add(reads []depthRead, nowMs int64, top int) error {
 			if perr != nil || v.unmarshal(p.Value) != nil {
 				continue
 			}
-			switch zstateOf(&v, jk.VestMs, nowMs) {
+			switch stateOf(&v, jk.VestMs, nowMs) {
 			case StateReady:
 				t.Ready++
 				if vt := time.UnixMilli(jk.VestMs); t.OldestReady.IsZero() || vt.Before(t.OldestReady) {

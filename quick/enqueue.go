@@ -40,12 +40,12 @@ import (
 // the marker stays, since the option leaves a timeout or cancellation
 // striking the commit unresolved.
 //
-// Unique keys stay where schema 1 keeps them, S (1, "u", type, key), with
-// the job ID as value. A zones job has no record to say whether it is
+// Unique keys are shared state under schema version 1, S (1, "u", type, key), with
+// the job ID as value. A live job has no record to say whether it is
 // still pending, so its unique key is cleared by the transaction that
 // finishes the job (complete, dead letter, cancel): a unique key whose ID
-// has no record is held by a live zones job; one whose record is a dead
-// letter is free, as in schema 1.
+// has no record is held by a live job; one whose record is a dead
+// letter is free.
 
 // zenqueueCall is what one attempt of an enqueue transaction needs besides
 // the jobs.
@@ -75,7 +75,7 @@ func (c *zenqueueCall) markerID(jobs []job) (ID, bool) {
 	return ID{}, false
 }
 
-// zenqueue is Enqueue in the zones layout: batches of about
+// zenqueue is Enqueue: batches of about
 // enqueueBatchBytes, each in its own transaction.
 func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]Enqueued, error) {
 	var out []Enqueued
@@ -286,7 +286,7 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 // many jobs, and EnqueueTx refuses more jobs given IDs in one call.
 const maxMarkedIDs = 4096
 
-// markIDsField is the field of a zones enqueue marker that lists the IDs
+// markIDsField is the field of a enqueue marker that lists the IDs
 // stored under it, 16 bytes each (requeueMarkField marks a requeue).
 const markIDsField = 1
 
@@ -625,10 +625,10 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 }
 
 // zuniqueHolder returns the job holding a unique key for a zones enqueue,
-// or the zero ID when the key is free. A zones job has no record while it
+// or the zero ID when the key is free. A live job has no record while it
 // is pending or running and clears its unique key when it finishes, so a
-// key whose holder has no record is held; a schema-1 holder is judged by
-// its record as uniqueHolder does (a dead one frees the key).
+// key whose holder has no record is held; a holder with a record is a
+// dead letter, which frees the key.
 func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error) {
 	if f == nil {
 		return ID{}, nil
@@ -648,17 +648,14 @@ func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error
 	if rv == nil {
 		return id, nil
 	}
-	var r record
-	if err := r.unmarshal(rv); err != nil {
+	// Only a dead letter has a record; a dead holder frees the key.
+	if _, err := decodeDeadRecord(id, rv); err != nil {
 		return ID{}, err
 	}
-	if r.State == stateDead {
-		return ID{}, nil
-	}
-	return id, nil
+	return ID{}, nil
 }
 
-// zenqueueTxCall is EnqueueTx in the zones layout. The caller owns the
+// zenqueueTxCall is EnqueueTx. The caller owns the
 // retry loop, so only the jobs it gave IDs are recognised on its retries:
 // the call's marker is named by the first of them.
 func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, prepared []job) ([]Enqueued, error) {

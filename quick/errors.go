@@ -45,3 +45,6 @@ func (e *LeaseLostError) Unwrap() error { return ErrLeaseLost }
 
 // IsLeaseLost reports whether err means the lease was lost.
 func IsLeaseLost(err error) bool { return errors.Is(err, ErrLeaseLost) }
+
+// IsNotFound reports whether err means the job does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -11,7 +11,7 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// Inspection of the zones layout: the pointer index, the tenants with the
+// Inspection of the zones: the pointer index, the tenants with the
 // most ready work, one tenant's queue. Every call is bounded by its options,
 // whatever the number of tenants or the backlog: nothing keeps a count per
 // tenant (it would cost a mutation per job on the hot path), so counts come
@@ -468,7 +468,7 @@ func (q *Queue) ZoneInfo(ctx context.Context, taskType, itemSpace string) (ZoneI
 				if v.unmarshal(p.Value) != nil {
 					continue
 				}
-				switch zstateOf(&v, jk.VestMs, nowMs) {
+				switch stateOf(&v, jk.VestMs, nowMs) {
 				case StateReady:
 					li.ReadyJobs++
 					if vt := time.UnixMilli(jk.VestMs); li.OldestReady.IsZero() || vt.Before(li.OldestReady) {

@@ -11,22 +11,22 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The lookup index of zones-layout jobs.
+// The lookup index of jobs.
 //
-// A zones job has no record keyed by its ID: its key Z (0, prio, lane,
+// A job has no record keyed by its ID: its key Z (0, prio, lane,
 // vestMs, id) sits in its tenant's zone and moves with every claim. Every
 // job also has S (2, "i", id) -> indexValue, saying where that key is now,
 // kept by every write that places, moves or removes it; so Get, Cancel,
 // RunNow, Wait and Outcome find it with two point reads. A task type may opt
 // out (TaskTypeOptions.Untracked): its jobs are then found by ID only through
 // their lease, their outcome (Waitable) or the dead letters (a zones dead
-// letter is a schema-1 record with flagZones).
+// letter is a record S (1, "j", id) with flagZones).
 
 // ErrNotTrackable is returned (wrapped) by Get, Cancel, RunNow, Wait and
-// Outcome for an ID the queue holds neither as a schema-1 job nor in the
-// zones lookup index. It wraps ErrNotFound, so IsNotFound holds: the job may
+// Outcome for an ID the queue holds neither as a dead letter nor in the
+// lookup index. It wraps ErrNotFound, so IsNotFound holds: the job may
 // be a pending job of an Untracked task type, which no lookup by ID can find.
-var ErrNotTrackable = fmt.Errorf("%w (a zones-layout job of an Untracked task type is found by ID only once dead-lettered or, if waitable, finished)", ErrNotFound)
+var ErrNotTrackable = fmt.Errorf("%w (a job of an Untracked task type is found by ID only once dead-lettered or, if waitable, finished)", ErrNotFound)
 
 // tracked says whether new jobs of a task type get a lookup index entry:
 // all but those of an Untracked type.
@@ -115,7 +115,7 @@ func (v *indexValue) lane() laneRef {
 }
 
 // indexSet records where a tracked job's key is (flags has flagTrackable);
-// every write that places or moves a zones-layout job key calls it. It
+// every write that places or moves a job key calls it. It
 // writes nothing for other jobs.
 //
 // Keys: sets S (2, "i", id).
@@ -138,7 +138,7 @@ func (q *Queue) indexClear(tr kv.Transaction, id ID, flags uint64) {
 	tr.Clear(q.zk.indexKey(id))
 }
 
-// zoneRef is what a lookup of a zones-layout job found, carried in JobInfo
+// zoneRef is what a lookup of a job found, carried in JobInfo
 // to Cancel and RunNow: the job key's place and value, or (dead) the zone a
 // zones dead letter came from.
 type zoneRef struct {
@@ -150,13 +150,6 @@ type zoneRef struct {
 
 func (r *zoneRef) key(id ID) []byte { return r.lane.jobKey(r.vestMs, id) }
 
-// zstateOf is a zones job's state from its key and value. A job handed out
-// in short-job mode keeps a vested key with no token: it shows as ready
-// while the lane lease covers it.
-func zstateOf(v *zjobValue, vestMs, nowMs int64) State {
-	return stateOf(schedValue{Token: v.Token}, vestMs, nowMs)
-}
-
 // zinfo describes a zones job from its key and value. payload is the job's
 // payload (inline or from its blob).
 func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobInfo {
@@ -166,7 +159,7 @@ func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobI
 	}
 	return JobInfo{
 		ID: k.ID, TaskType: l.z.taskType, Priority: k.Priority, ItemSpace: l.z.itemSpace,
-		State: zstateOf(v, k.VestMs, nowMs), Lane: k.Lane, RunAt: time.UnixMilli(k.VestMs),
+		State: stateOf(v, k.VestMs, nowMs), Lane: k.Lane, RunAt: time.UnixMilli(k.VestMs),
 		Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts), Holder: v.Holder, CreatedAt: created,
 		LastError: v.LastError, UniqueKey: v.UniqueKey, Payload: payload,
 		HasCheckpoint: v.hasCheckpoint(), Waitable: v.Flags&flagWaitable != 0,
@@ -174,7 +167,7 @@ func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobI
 }
 
 // lookupZone finds a zones job through its lookup index entry (iv, read
-// by lookup with the schema-1 keys). It costs one more round trip: the job
+// by lookup with the dead letter's record and the marker). It costs one more round trip: the job
 // key and its payload blob, read at once.
 func (q *Queue) lookupZone(rt kv.ReadTransaction, id ID, iv []byte) (JobInfo, []byte, error) {
 	if iv == nil {

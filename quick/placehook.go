@@ -9,7 +9,7 @@ import (
 
 func init() { testhook.PlaceZone = placeZone }
 
-// placeZone writes one job into its zone as the zones layout lays it out
+// placeZone writes one job into its zone as the queue lays it out
 // (ZONES.md): its key Z (0, prio, lane, vestMs, id) with the whole job in
 // its value, the payload in Z (3, id) when over InlinePayload, its lane
 // covered, the lookup index set when its task type is Trackable, the task

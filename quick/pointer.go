@@ -12,7 +12,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// The pointer index and the lane states: the primitives every zones-layout
+// The pointer index and the lane states: the primitives every
 // operation shares (zone.go states the invariant they keep).
 
 // pointerValueOf is the value of a lane's pointer entry.

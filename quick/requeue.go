@@ -10,10 +10,10 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Requeue of a zones dead letter. A zones job that died became a schema-1
+// Requeue of a dead letter. A job that died became a
 // record S (1, "j", id) with flagZones (so there is one dead-letter list per
 // task type); Requeue puts it back into its zone as a job key, and the record
-// goes, since a live zones job has none. With the record gone a retry after
+// goes, since a live job has none. With the record gone a retry after
 // commit_unknown_result could not tell its own requeue from a job cancelled
 // meanwhile, so the requeue also writes S (2, "m", id) holding its time
 // (requeueMarkField): a retry that finds no record but that marker with its

@@ -12,16 +12,14 @@ import (
 // already ready is left as it is (nil error); a leased one, a dead letter
 // (see Requeue) or a finished one is an error.
 //
-// A trackable zones-layout job (TaskTypeOptions.Trackable) moves to now in
+// A tracked job (not TaskTypeOptions.Untracked) moves to now in
 // its lane, whose pointer is pulled to now if it vested later.
 //
 // A retry after commit_unknown_result that finds the job ready, leased or
 // finished (a worker took it since) is this call's own earlier commit.
 //
-// Keys: the lookup's reads (record, schedule key), then clears the old
-// schedule key, sets the new one and the record, adds 1 to S(1,"wake",type).
-// For a zones job: the lookup index and job key, then clears the old job
-// key, sets the new one and S(2,"i",id), may move the lane state and
+// Keys: the lookup's reads (lookup index and job key), then clears the
+// old job key, sets the new one and S(2,"i",id), may move the lane state and
 // pointer (cover), adds 1 to S(1,"wake",type).
 func (q *Queue) RunNow(ctx context.Context, id ID) error {
 	applied := false
@@ -47,8 +45,7 @@ func (q *Queue) RunNow(ctx context.Context, id ID) error {
 			applied = true
 			return nil
 		}
-		// TODO(issue 21, onelayout): schema-1 branch removed; every live
-		// job is in a zone.
+		// Every live job is a key in its zone: one found without is damage.
 		return fmt.Errorf("%w: %s has no job key", ErrNotFound, id)
 	})
 	if err != nil {

@@ -354,8 +354,7 @@ func (c *Consumer) ExtendLane(ctx context.Context, p LaneLease, d time.Duration)
 // now+lease, in the same transaction; it returns their new leases.
 //
 // The result has one lease per running lease, in order: the new per-job
-// lease of each job promoted; a per-job lease or one of the lanes layout
-// passed in comes back as it is. A running job whose lease was lost (its key
+// lease of each job promoted; a per-job lease passed in comes back as it is. A running job whose lease was lost (its key
 // moved or was cleared) comes back unchanged, and the error returned joins
 // their *LeaseLostError (errors.Is(err, ErrLeaseLost)) next to the complete
 // result. When the lane itself was lost (another worker took it over) it

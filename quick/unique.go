@@ -13,7 +13,7 @@ import (
 // job that was dead-lettered). Consoles use it to find a job by its key.
 //
 // Keys: a point read of S(1,"u",type,key) and of the holder's record
-// S(1,"j",id) (a zones-layout job has none until it is dead-lettered);
+// S(1,"j",id) (a job has none until it is dead-lettered);
 // snapshot reads, nothing written.
 func (q *Queue) UniqueHolder(ctx context.Context, taskType, uniqueKey string) (ID, error) {
 	if err := validTaskType(taskType); err != nil {
@@ -38,19 +38,14 @@ func (q *Queue) UniqueHolder(ctx context.Context, taskType, uniqueKey string) (I
 			return err
 		}
 		if rv == nil {
-			// A zones-layout job has no record while it is pending or
-			// running; whatever ends it clears the unique key.
+			// A live job has no record; whatever ends it clears the
+			// unique key.
 			id = ID(v)
 			return nil
 		}
-		var r record
-		if err := r.unmarshal(rv); err != nil {
-			return err
-		}
-		if r.State != stateDead {
-			id = ID(v)
-		}
-		return nil
+		// Only a dead letter has a record, and a dead holder frees the key.
+		_, err = decodeDeadRecord(ID(v), rv)
+		return err
 	})
 	if err != nil {
 		return ID{}, fmt.Errorf("quick: unique key %q of %s: %w", uniqueKey, taskType, err)

@@ -188,16 +188,12 @@ func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 		}
 		return Outcome{ID: id, Kind: OutcomeFinished}, false, nil
 	}
-	var rec record
-	if err := rec.unmarshal(rv); err != nil {
-		return Outcome{}, false, fmt.Errorf("quick: job %s: %w", id, err)
+	rec, err := decodeDeadRecord(id, rv)
+	if err != nil {
+		return Outcome{}, false, err
 	}
-	waitable := rec.Flags&flagWaitable != 0
-	if rec.State == stateDead {
-		return Outcome{ID: id, Kind: OutcomeDeadLettered, FinishedAt: time.UnixMilli(rec.DeadAtMs),
-			Attempts: int(rec.Attempts), Error: rec.LastError}, waitable, nil
-	}
-	return Outcome{ID: id, Kind: OutcomePending}, waitable, nil
+	return Outcome{ID: id, Kind: OutcomeDeadLettered, FinishedAt: time.UnixMilli(rec.DeadAtMs),
+		Attempts: int(rec.Attempts), Error: rec.LastError}, rec.Flags&flagWaitable != 0, nil
 }
 
 // Outcome returns how a job ended, or OutcomePending if it has not. A

@@ -13,8 +13,7 @@ package quick
 // zone and lane). A worker reads a few entries from a random place among
 // the oldest vested ones, picks one at random (so workers rarely collide;
 // pointer.go, acquire), leases the lane for a short time (LaneLease),
-// takes a batch of its vested jobs with per-job leases exactly as the
-// lanes layout does, and hands the lane back with its next vesting time:
+// takes a batch of its vested jobs with per-job leases and hands the lane back with its next vesting time:
 // a lane with more vested work goes behind every lane already waiting,
 // which is what makes the index round-robin between tenants.
 //
@@ -35,7 +34,7 @@ package quick
 // back, created, removed or pulled earlier, so enqueues into a busy zone
 // rarely conflict with the workers draining it.
 
-// zoneLease is what a zones-layout Lease carries besides the public fields.
+// zoneLease is what a Lease carries besides the public fields.
 type zoneLease struct {
 	lane   laneRef
 	vestMs int64 // the vesting time in its key: key = lane.jobKey(vestMs, ID)
