@@ -13,7 +13,7 @@ import (
 )
 
 // Short-job mode under the faults the soak found it broken by
-// (internal/soak, `quickbench soak -layout zones`).
+// (internal/harness/soak, `quickbench soak -layout zones`).
 
 // dropNextCommit fails the next commit once armed with 1021
 // commit_unknown_result (or code, when set), not applied. For any other

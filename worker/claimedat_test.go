@@ -13,7 +13,7 @@ import (
 
 // testhooks.ClaimedAt reports when the worker claimed a job, not when its
 // handler started: a job prefetched while every handler slot is busy starts
-// later, and the soak must date its lease by the claim (internal/soak).
+// later, and the soak must date its lease by the claim (internal/harness/soak).
 func TestClaimedAtIsTheClaimNotTheHandlerStart(t *testing.T) {
 	for _, short := range []bool{false, true} {
 		t.Run(fmt.Sprintf("short=%v", short), func(t *testing.T) {

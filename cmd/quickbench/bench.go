@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 )
 
 // benchCmd parses the bench flags over the full (or --short) preset, runs

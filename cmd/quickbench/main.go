@@ -2,7 +2,7 @@
 // it on purpose.
 //
 //	quickbench bench [flags]   throughput, latency, conflicts and kv cost per
-//	                           job of each claim strategy (internal/bench)
+//	                           job of each claim strategy (internal/harness/bench)
 //	quickbench tenants [flags] one tenant's big backlog against many small
 //	                           tenants' single jobs: the small jobs' waits
 //	quickbench scale [flags]   2,000 workers and 100,000 tenants simulated:
@@ -10,11 +10,11 @@
 //	                           jobs/s against the number of workers
 //	quickbench soak [flags]    producers, workers and cron under kills, 1021s,
 //	                           conflicts, clock skew and paused workers, then
-//	                           a checker over the history (internal/soak)
+//	                           a checker over the history (internal/harness/soak)
 //	quickbench procs [flags]   a backlog drained by 1, 4, 16 worker processes
 //	                           on a FoundationDB cluster: wall time, jobs/s,
 //	                           the children's CPU and kv counts per job
-//	                           (internal/procbench)
+//	                           (internal/harness/procbench)
 //
 // Bench, tenants, scale and soak run on memkv with FoundationDB's published
 // latencies injected; bench and soak run on a real cluster with

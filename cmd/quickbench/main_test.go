@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 )
 

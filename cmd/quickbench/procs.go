@@ -12,8 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
-	"github.com/quickfdb/quickfdb/internal/procbench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/procbench"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -22,7 +22,7 @@ import (
 const procsWorkerCmdName = "procs-worker"
 
 // procsCmd drains a backlog on a FoundationDB cluster with 1, 4, 16...
-// worker processes (internal/procbench) and prints a row per count.
+// worker processes (internal/harness/procbench) and prints a row per count.
 func procsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg := procbench.Defaults()
 	fs := flag.NewFlagSet("procs", flag.ContinueOnError)

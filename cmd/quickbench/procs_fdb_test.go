@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/fdbtest"
-	"github.com/quickfdb/quickfdb/internal/procbench"
+	"github.com/quickfdb/quickfdb/internal/harness/procbench"
 )
 
 // TestProcsOnFDB runs `quickbench procs` for real: worker processes (this

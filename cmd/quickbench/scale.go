@@ -10,7 +10,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 )
 
 // scaleCmd runs the scale simulation (bench.ScaleIdle, bench.ScaleClaims)

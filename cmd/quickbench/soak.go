@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/soak"
+	"github.com/quickfdb/quickfdb/internal/harness/soak"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/tuple"

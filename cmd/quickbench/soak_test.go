@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/quickfdb/quickfdb/internal/soak"
+	"github.com/quickfdb/quickfdb/internal/harness/soak"
 )
 
 // TestSoakProfilePicksItsDefaults: -profile and -short choose the config

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 )
 
 // tenantsCmd runs the noisy-neighbour workload (bench.Tenants): one

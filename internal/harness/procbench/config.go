@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/workermain"

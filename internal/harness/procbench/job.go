@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/bench"
+	"github.com/quickfdb/quickfdb/internal/harness/bench"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"

@@ -1,6 +1,6 @@
 // Command killcheck checks that quickfdb survives processes that die for
 // real: a worker killed with SIGKILL mid-job, and the fdbserver killed and
-// restarted mid-run (see package internal/killcheck). Run it through
+// restarted mid-run (see package internal/harness/killcheck). Run it through
 // scripts/fdb-kill-check, which builds it with -tags fdb.
 package main
 
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/quickfdb/quickfdb/internal/killcheck"
+	"github.com/quickfdb/quickfdb/internal/harness/killcheck"
 )
 
 func main() {

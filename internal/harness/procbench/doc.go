@@ -1,6 +1,6 @@
 // Package procbench is the harness behind `quickbench procs`: a backlog
 // drained by worker *processes*, not goroutines of one process as in
-// internal/bench, so that the figures include what separate processes cost
+// internal/harness/bench, so that the figures include what separate processes cost
 // (one FDB client and network thread each, no shared caches, the kernel's
 // scheduling) and the CPU they use can be read from their rusage.
 //
