@@ -9,7 +9,7 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// BenchmarkZoneJobLife measures what the zones layout spends to enqueue
+// BenchmarkZoneJobLife measures what the queue spends to enqueue
 // and claim one job with a 100-byte payload, alone and in batches of 100
 // (one enqueue and one claim transaction for 100 jobs). Completing it is
 // one clear more (the zones-lease branch's Ack), not counted here.

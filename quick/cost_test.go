@@ -18,8 +18,7 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The cost benchmarks of the zones layout (issue 12), next to
-// BenchmarkJobLife (the lanes layout). Run them with
+// The cost benchmarks of the one layout (issue 12). Run them with
 //
 //	go test -run '^$' -bench 'ZoneJobCost|JobLifeAllocs' -benchtime 2000x ./quick/
 //	go test -run '^$' -bench 'EnqueueDrainCPU' -benchtime 3x ./quick/
@@ -43,7 +42,7 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 	b.ReportMetric(p.Commits, "claimack-commits/job")
 }
 
-// BenchmarkZoneJobCost is BenchmarkJobLife on the zones layout: enqueue,
+// BenchmarkZoneJobCost measures a job's life: enqueue,
 // claim, complete (BenchmarkZoneJobLife counts enqueue and claim only), alone and in batches of 100, a 100-byte payload; with
 // per-job leases ("lease") and in short-job mode ("short", the lane lease
 // is the jobs' lease and acks clear them). In short-job mode the worker

@@ -11,7 +11,7 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// Helpers that place zones-layout jobs by hand, exactly as ZONES.md lays
+// Helpers that place jobs by hand, exactly as ZONES.md lays
 // them out (job key Z (0, prio, lane, vestMs, id) -> zjobValue, the lane
 // covered, the lookup index set for trackable jobs), so the inspection tests
 // do not depend on the zones enqueue and claim being built.
@@ -27,7 +27,7 @@ type zienv struct {
 	ctx   context.Context
 }
 
-// newZIEnv opens a zones-layout queue on memkv with a fake clock; the task
+// newZIEnv opens a queue on memkv with a fake clock; the task
 // type "email" is Trackable.
 func newZIEnv(t testing.TB, opts Options) *zienv {
 	t.Helper()
@@ -162,8 +162,8 @@ func (e *zienv) lease(t testing.TB, id ID, holder string, d time.Duration) int64
 	return newMs
 }
 
-// zdead writes a zones dead letter as a dead-lettering does: a schema-1
-// record with flagZones, its dead-letter index key and count, and a
+// zdead writes a zones dead letter as a dead-lettering does: a
+// record S (1, "j", id) with flagZones, its dead-letter index key and count, and a
 // checkpoint under S (1, "c", id) when ckpt is set.
 func (e *zienv) zdead(t testing.TB, taskType, itemSpace string, payload, ckpt []byte, flags uint64) ID {
 	t.Helper()

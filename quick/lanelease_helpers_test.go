@@ -251,7 +251,7 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Lane
 	return res, found, err
 }
 
-// zacquireClaim is a per-job-lease claim of the zones layout: it acquires
+// zacquireClaim is a per-job-lease claim: it acquires
 // a lane (as a worker that finds a lapsed short lane does), takes its
 // vested jobs with per-job leases and hands the lane back.
 func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time.Duration, n int) (LaneLease, []Lease) {

@@ -10,7 +10,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Lease operations on per-job leases of the zones layout.
+// Lease operations on per-job leases.
 
 // claimOne places one job and claims it by hand with a one-minute lease.
 func (e *zenv) claimOne(t testing.TB, j zjob) (ID, Lease) {
@@ -242,8 +242,8 @@ func TestZoneSnoozeAndReleaseGiveTheAttemptBack(t *testing.T) {
 	}
 }
 
-// A fail on the last attempt, and a dead letter, make a schema-1 dead
-// letter record with the job's fields and clear the zone's keys.
+// A fail on the last attempt, and a dead letter, make a dead
+// letter record S (1, "j", id) with the job's fields and clear the zone's keys.
 func TestZoneDeadLetterFields(t *testing.T) {
 	for _, kind := range []AckKind{AckFail, AckDeadLetter} {
 		t.Run(kind.String(), func(t *testing.T) {

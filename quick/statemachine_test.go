@@ -20,7 +20,7 @@ import (
 )
 
 // TestZonesStateMachine drives jobs of several tenants through random
-// interleavings of every zones-layout operation — enqueue (retried with the
+// interleavings of every operation — enqueue (retried with the
 // same IDs), claims that take a lane from the pointer index or keep and
 // continue on one, lane hand-backs, every ack, extend, checkpoint, cancel,
 // lane resizing, workers that vanish or shut down, clock advances — over a

@@ -30,8 +30,7 @@ func (Email) Kind() string { return "email" }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// newQueue opens a queue of the zones layout (the one layout since issue
-// 21) with two lanes a zone.
+// newQueue opens a queue with two lanes a zone.
 func newQueue(t *testing.T) (*quick.Queue, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(t0)

@@ -18,8 +18,8 @@ import (
 
 // BenchmarkDrain drains b.N no-op jobs, enqueued beforehand in batches of
 // 100 (not timed), with one worker of 100 handler slots on the real clock,
-// in the lanes layout and the zones layout (per-job leases and short-job
-// mode; one tenant or 100; one lane a zone, the default, or 16), on memkv with and without FDB's latencies
+// with per-job leases and in short-job mode (one tenant or 100; one lane a
+// zone, the default, or 16), on memkv with and without FDB's latencies
 // (memkv.FDBLatency). It reports jobs/s and the kv operations per job of
 // the drain (claims, acks, hand-backs; enqueues excluded). Run it with
 //
@@ -133,8 +133,8 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
-// BenchmarkZonesEnqueueToStartIdle is BenchmarkEnqueueToStartIdle on the
-// zones layout: one job at a time into an idle worker, after a random pause
+// BenchmarkZonesEnqueueToStartIdle measures enqueue-to-start latency,
+// one job at a time into an idle worker, after a random pause
 // of 0.2-1 s, memkv with FDB's latencies (or, with -tags fdb, the
 // FoundationDB that fdbtest finds), real clock. Run it with
 //

@@ -177,9 +177,6 @@ func TestKilledWorkerJobTakenAfterLease(t *testing.T) {
 // Stop lets a job that finishes within ShutdownTimeout complete, releases
 // the one that does not, and leaves nothing leased.
 func TestGracefulShutdownLeavesNothingLeased(t *testing.T) {
-	// It counts leases with quick.Depth, which reads the zones layout only
-	// since issue 21; this schema-1 test goes with schema 1.
-	t.Skip("schema 1: quick.Depth does not read the lanes layout")
 	e := newEnv(t, quick.Options{})
 	finishFast := make(chan struct{})
 	g := newGate()

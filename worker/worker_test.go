@@ -306,8 +306,7 @@ func TestZonesShortJobs(t *testing.T) {
 }
 
 // An idle zones worker's reads are bounded: over simulated minutes it polls
-// the pointer index about once per MaxIdleSleep and looks for schema-1 jobs
-// once per legacyCheck, and joins no registry.
+// the pointer index about once per MaxIdleSleep, and joins no registry.
 func TestZonesIdleReadsBounded(t *testing.T) {
 	e := newEnv(t, zonesOptions())
 	w := e.newWorker(Config{}, func(w *Worker) {
@@ -329,7 +328,7 @@ func TestZonesIdleReadsBounded(t *testing.T) {
 	if claims > secs/4+2 {
 		t.Fatalf("%d claims in %d s, want at most one every 4 s", claims, secs)
 	}
-	// One claim per 4-5 s, one schema-1 look and one clock round per 5 s,
+	// One claim per 4-5 s, one clock round per 5 s,
 	// and a sleep registration per sleep: under 1 GRV and 0.5 commits a
 	// second, where the registry heartbeat alone is 1 of each.
 	if g := per(d.ReadVersions); g > 0.9 {
