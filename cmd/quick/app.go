@@ -38,6 +38,9 @@ type deps struct {
 	IsTerminal func(w io.Writer) bool
 	// FDBBuilt reports whether the binary has the FoundationDB adapter.
 	FDBBuilt bool
+	// Trackable lists task types whose jobs keep a lookup index, beside
+	// --trackable (tests; until lookup by ID is the default, issue 21).
+	Trackable []string
 }
 
 func realDeps() deps {
@@ -78,8 +81,6 @@ const (
 	flagSubspace    = "subspace"
 	flagDirectory   = "directory"
 	flagOutput      = "output"
-	flagLanes       = "lanes"
-	flagLayout      = "layout"
 	flagTrackable   = "trackable"
 )
 
@@ -116,12 +117,8 @@ func newApp(d deps) *cli.App {
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
 				Usage: "directory layer path a/b/c holding the queue (FoundationDB only); --subspace then nests inside it"},
 			outputFlag(true),
-			&cli.IntFlag{Name: flagLanes, Value: 0, Hidden: true,
-				Usage: "lane count of a queue created by this command (0: 16 for a new queue, the stored count for an existing one, which any other value must match)"},
-			&cli.StringFlag{Name: flagLayout, EnvVars: []string{"QUICK_LAYOUT"},
-				Usage: "where the queue puts new jobs: lanes (schema 1) or zones (a queue per tenant and task type, with a pointer index); `quick lanes` then also shows zones", DefaultText: "lanes"},
 			&cli.StringSliceFlag{Name: flagTrackable,
-				Usage: "task type whose zones jobs keep a lookup index, so jobs show/cancel/run-now find them by ID (repeatable; --layout zones)"},
+				Usage: "task type whose jobs keep a lookup index, so jobs show, cancel and run-now find them by ID (repeatable)"},
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {
@@ -196,18 +193,6 @@ func globalStringSlice(c *cli.Context, name string) []string {
 	return nil
 }
 
-// layoutOf reads --layout: lanes (the default) or zones.
-func layoutOf(c *cli.Context) (quick.Layout, error) {
-	switch l := globalString(c, flagLayout); l {
-	case "", "lanes":
-		return quick.LayoutLanes, nil
-	case "zones":
-		return quick.LayoutZones, nil
-	default:
-		return 0, fmt.Errorf("invalid --layout %q: want lanes or zones", l)
-	}
-}
-
 // queue opens the database and the queue the global flags name, once per run.
 func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if a.q != nil {
@@ -221,22 +206,17 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	layout, err := layoutOf(c)
-	if err != nil {
-		return nil, err
-	}
 	var types map[string]quick.TaskTypeOptions
-	for _, t := range globalStringSlice(c, flagTrackable) {
+	for _, t := range append(globalStringSlice(c, flagTrackable), a.d.Trackable...) {
 		if types == nil {
 			types = map[string]quick.TaskTypeOptions{}
 		}
 		types[t] = quick.TaskTypeOptions{Trackable: true}
 	}
 	q, err := quick.Open(c.Context, db, space, quick.Options{
-		Lanes:     c.Int(flagLanes),
 		Clock:     a.d.Clock,
 		Logger:    slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Layout:    layout,
+		Layout:    quick.LayoutZones, // the only layout once issue 21's onelayout lands
 		TaskTypes: types,
 	})
 	if err != nil {

@@ -170,7 +170,7 @@ func TestJSONShapes(t *testing.T) {
 	f := h.fill()
 	h.ok("cron", "add", "--name", "nightly", "--spec", "@daily", "--type", "report")
 	for _, args := range [][]string{
-		{"stats"}, {"lanes", "--type", "report"}, {"workers"}, {"cron", "list"},
+		{"stats"}, {"lanes", "--type", "report"}, {"tenants"}, {"workers"}, {"cron", "list"},
 		{"jobs", "list", "--type", "email", "--limit", "2"}, {"jobs", "show", f.report[0].String()},
 		{"dead", "list", "--type", "email"}, {"dead", "requeue", f.dead[0].String()},
 		{"enqueue", "--type", "email"}, {"cron", "repair"},

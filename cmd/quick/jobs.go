@@ -14,6 +14,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/cron"
 	"github.com/quickfdb/quickfdb/internal/present"
+	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -25,10 +26,12 @@ func (a *app) jobsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list a task type's scheduled, ready and leased jobs, lane by lane, in vesting order",
+				Usage: "list a task type's scheduled, ready and leased jobs, tenant by tenant, each tenant's in priority, lane and vesting order",
+				Description: "Each page reads the pointer index to find the tenants whose zones hold jobs (at most 5,000 entries)\n" +
+					"and their zones' keys, at most --limit jobs; --after resumes from the cursor a page printed.",
 				Flags: []cli.Flag{
 					typeFlag(),
-					&cli.IntSliceFlag{Name: "lane", Aliases: []string{"l"}, Usage: "only these lanes (repeatable)"},
+					&cli.StringSliceFlag{Name: "tenant", Usage: "only this tenant's jobs (item space; repeatable; \"\" is the no-tenant zone)"},
 					&cli.StringFlag{Name: "state", Aliases: []string{"s"}, Usage: "only jobs in this state: scheduled, ready or leased"},
 					&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 50, Usage: "most jobs listed"},
 					&cli.StringFlag{Name: "after", Usage: "resume a listing from the cursor the previous page printed"},
@@ -68,7 +71,7 @@ func (a *app) jobsCommand() *cli.Command {
 				Usage:     "wait until a waitable job finishes and print how (exit 0 only if it completed)",
 				ArgsUsage: "ID",
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long (default: wait until interrupted)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", DefaultText: "wait until interrupted"},
 					outputFlag(false),
 				},
 				Action: a.jobsWait,
@@ -105,18 +108,18 @@ func (a *app) jobsList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := quick.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
-	if opts.Limit <= 0 {
-		return fmt.Errorf("invalid --limit %d: want a positive number", opts.Limit)
+	opts := zoneread.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
+	if opts.Limit <= 0 || opts.Limit > 1000 {
+		return fmt.Errorf("invalid --limit %d: want 1 to 1000", opts.Limit)
 	}
 	if err := checkTypes(c.Context, q, opts.TaskType); err != nil {
 		return err
 	}
-	for _, l := range c.IntSlice("lane") {
-		if l < 0 || l >= q.Lanes() {
-			return fmt.Errorf("invalid --lane %d: the queue has lanes 0 to %d", l, q.Lanes()-1)
+	if c.IsSet("tenant") {
+		opts.ItemSpaces = c.StringSlice("tenant")
+		if len(opts.ItemSpaces) == 0 {
+			opts.ItemSpaces = []string{""}
 		}
-		opts.Lanes = append(opts.Lanes, l)
 	}
 	if s := c.String("state"); s != "" {
 		st, err := quick.ParseState(s)
@@ -132,7 +135,7 @@ func (a *app) jobsList(c *cli.Context) error {
 		opts.State = st
 	}
 	opts.After = quick.Cursor(c.String("after")) // List checks it is one of its own
-	page, err := q.List(c.Context, opts)
+	page, err := zoneread.List(c.Context, q, opts)
 	if errors.Is(err, quick.ErrInvalidCursor) {
 		return fmt.Errorf("invalid --after %q: not a cursor printed by jobs list for this type: %w", opts.After, err)
 	}
@@ -159,17 +162,26 @@ func (a *app) jobsList(c *cli.Context) error {
 	}
 	now := a.now()
 	tw := newTable(a.d.Stdout)
-	row(tw, "ID", "PRIORITY", "STATE", "LANE", "RUN AT", "ATTEMPT", "HOLDER", "UNIQUE KEY")
+	row(tw, "ID", "TENANT", "PRIORITY", "STATE", "LANE", "RUN AT", "ATTEMPT", "HOLDER", "UNIQUE KEY")
 	for _, j := range page.Jobs {
-		row(tw, j.ID, j.Priority, j.State, j.Lane, fmtRel(j.RunAt, now), attempts(j), dash(j.Holder), dash(oneLine(j.UniqueKey, 30)))
+		row(tw, j.ID, tenantCell(j.ItemSpace), j.Priority, j.State, j.Lane, fmtRel(j.RunAt, now), attempts(j), dash(j.Holder), dash(oneLine(j.UniqueKey, 30)))
 	}
 	tw.Flush()
 	fmt.Fprintf(a.d.Stdout, "%d jobs", len(page.Jobs))
 	if next != "" {
-		fmt.Fprintf(a.d.Stdout, "; more: quick jobs list --type %s --after %s", opts.TaskType, next)
+		fmt.Fprintf(a.d.Stdout, "; more: quick jobs list --type %s%s --after %s", opts.TaskType, tenantFlags(opts.ItemSpaces), next)
 	}
 	fmt.Fprintln(a.d.Stdout)
 	return nil
+}
+
+// tenantFlags repeats a listing's --tenant flags for its next page.
+func tenantFlags(ts []string) string {
+	var sb strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&sb, " --tenant %q", t)
+	}
+	return sb.String()
 }
 
 func attempts(j quick.JobInfo) string {
@@ -377,7 +389,7 @@ func (a *app) enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
 			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its zone with --layout zones, else a label for inspection"},
-			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for `quick jobs wait` (one more key per job)"},
+			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for quick jobs wait (one more key per job)"},
 			outputFlag(false),
 		},
 		Action: a.enqueue,
