@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/internal/zoneread"
 )
 
 // typeCounts is one task type's counts, as the overview shows them.
@@ -13,34 +13,23 @@ type typeCounts struct {
 	At                       time.Time
 	Ready, Leased, Scheduled int
 	Dead                     int64
-	// Exact is false when a lane scan hit the budget: counts are lower
+	// Exact is false when the count hit the budget: counts are lower
 	// bounds.
 	Exact       bool
 	OldestReady time.Time
-	Lanes       []quick.LaneStats
+	// Tenants are the tenants with the most ready work, most first.
+	Tenants      []zoneread.TenantDepth
+	TenantsExact bool
 }
 
-// typeCounts reads a task type's counts: quick.Queue.LaneCounts (one range
-// read per lane and priority, at most Budget keys each, all in flight) and
-// DeadCount (one point read of an atomic counter).
-func (h *Handler) typeCounts(ctx context.Context, t string) (typeCounts, error) {
-	ls, err := h.q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: h.cfg.Budget})
+// typeCounts reads a task type's counts across its tenants' zones, with
+// its top tenants: quick.Queue.Depth (at most Budget keys, and one point
+// read of the dead letters' counter).
+func (h *Handler) typeCounts(ctx context.Context, t string, top int) (typeCounts, error) {
+	d, err := zoneread.Read(ctx, h.q, zoneread.DepthOptions{TaskType: t, Budget: h.cfg.Budget, TopTenants: top})
 	if err != nil {
 		return typeCounts{}, err
 	}
-	dead, err := h.q.DeadCount(ctx, t)
-	if err != nil {
-		return typeCounts{}, err
-	}
-	c := typeCounts{TaskType: t, At: h.now(), Dead: dead, Exact: true, Lanes: ls}
-	for _, l := range ls {
-		c.Ready += l.Ready
-		c.Leased += l.Leased
-		c.Scheduled += l.Scheduled
-		c.Exact = c.Exact && l.Exact
-		if !l.OldestReady.IsZero() && (c.OldestReady.IsZero() || l.OldestReady.Before(c.OldestReady)) {
-			c.OldestReady = l.OldestReady
-		}
-	}
-	return c, nil
+	return typeCounts{TaskType: t, At: h.now(), Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Dead: d.Dead,
+		Exact: d.Exact, OldestReady: d.OldestReady, Tenants: d.Tenants, TenantsExact: d.TenantsExact}, nil
 }
