@@ -99,7 +99,7 @@ func newApp(d deps) *cli.App {
 		Name:  "quick",
 		Usage: "operate a quickfdb job queue on FoundationDB",
 		Description: "Flags may come anywhere after quick: before or after the command and its arguments (quick jobs cancel ID --yes).\n" +
-			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or `quick demo`.",
+			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or quick demo.",
 		Reader:          d.Stdin,
 		Writer:          d.Stdout,
 		ErrWriter:       d.Stderr,

@@ -706,7 +706,7 @@ func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
 			ts = append(ts, fmt.Sprintf("%s %d", t.ItemSpace, t.Jobs))
 		}
 	}
-	fmt.Fprintf(w, "  tenants (jobs): %s\n", cut(strings.Join(ts, ", "), 62))
+	fmt.Fprintf(w, "  tenants: %s\n", cut(strings.Join(ts, ", "), 69))
 	for _, g := range s.ZonesGrown {
 		fmt.Fprintf(w, "  zone %s/%s grew from %d to %d lanes under its backlog\n", g.TaskType, g.ItemSpace, g.From, g.To)
 	}

@@ -388,7 +388,7 @@ func (a *app) enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "priority", Value: "normal", Usage: "high, normal or low"},
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
-			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its zone with --layout zones, else a label for inspection"},
+			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its jobs of the type are its zone, a queue of its own"},
 			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for quick jobs wait (one more key per job)"},
 			outputFlag(false),
 		},
