@@ -244,6 +244,7 @@ func TestStatsWatch(t *testing.T) {
 // is gone (--layout, --lanes, --lane, --budget of lanes).
 func TestHelpText(t *testing.T) {
 	h := newHarness(t)
+	h.fails("invalid --timeout -1s", "jobs", "wait", h.id(1).String(), "--timeout", "-1s")
 	var paths [][]string
 	for _, c := range newApp(deps{}).Commands {
 		paths = append(paths, []string{c.Name})
