@@ -91,7 +91,7 @@ type zoneGrowth struct {
 	To        int    `json:"to"`
 }
 
-// zoneWatch remembers the lanes of the zones the demo has seen, to tell
+// zoneWatch remembers the lanes of the zones the demo has read, to tell
 // when one grows.
 type zoneWatch struct {
 	lanes map[[2]string]int
@@ -101,27 +101,21 @@ type zoneWatch struct {
 
 func newZoneWatch() *zoneWatch { return &zoneWatch{lanes: map[[2]string]int{}} }
 
-// see notes the zones of the top tenants in reps and returns those that
-// grew since the last look.
-func (z *zoneWatch) see(reps []typeDepth) []zoneGrowth {
-	var out []zoneGrowth
-	for _, r := range reps {
-		for _, t := range r.Tenants {
-			k := [2]string{r.TaskType, t.ItemSpace}
-			was, ok := z.lanes[k]
-			z.lanes[k] = max(was, t.Lanes)
-			if !ok || t.Lanes <= was {
-				continue
-			}
-			g := zoneGrowth{TaskType: r.TaskType, ItemSpace: t.ItemSpace, From: was, To: t.Lanes}
-			out = append(out, g)
-			i := slices.IndexFunc(z.grown, func(x zoneGrowth) bool { return x.TaskType == g.TaskType && x.ItemSpace == g.ItemSpace })
-			if i < 0 {
-				z.grown = append(z.grown, g)
-			} else {
-				z.grown[i].To = g.To
-			}
-		}
+// see notes a zone's lane count (quick.ZoneInfo's, the lanes new jobs are
+// spread over) and returns its growth since the last look, if it grew.
+func (z *zoneWatch) see(rep zoneReport) (zoneGrowth, bool) {
+	k := [2]string{rep.TaskType, rep.ItemSpace}
+	was, ok := z.lanes[k]
+	z.lanes[k] = max(was, rep.ZoneLanes)
+	if !ok || rep.ZoneLanes <= was {
+		return zoneGrowth{}, false
 	}
-	return out
+	g := zoneGrowth{TaskType: rep.TaskType, ItemSpace: rep.ItemSpace, From: was, To: rep.ZoneLanes}
+	i := slices.IndexFunc(z.grown, func(x zoneGrowth) bool { return x.TaskType == g.TaskType && x.ItemSpace == g.ItemSpace })
+	if i < 0 {
+		z.grown = append(z.grown, g)
+	} else {
+		z.grown[i].To = g.To
+	}
+	return g, true
 }
