@@ -156,7 +156,7 @@ func (a *app) jobsList(c *cli.Context) error {
 		}
 		return writeJSON(a.d.Stdout, out)
 	}
-	if len(page.Jobs) == 0 {
+	if len(page.Jobs) == 0 && next == "" {
 		fmt.Fprintf(a.d.Stdout, "no %s jobs\n", opts.TaskType)
 		return nil
 	}
