@@ -398,7 +398,7 @@ func (a *app) demo(c *cli.Context) error {
 		}
 		sum.Remaining = remaining(reps)
 		if g, grew := zones.see(hot); grew {
-			event("zone %s/%s grew from %d to %d lanes: its backlog spreads so more workers drain it at once", g.TaskType, g.ItemSpace, g.From, g.To)
+			event("zone %s/%s grew from %d to %d lanes: more workers drain it at once", g.TaskType, g.ItemSpace, g.From, g.To)
 		}
 		if err := counts.readClaimDead(ctx, view); err != nil && ctx.Err() == nil {
 			return err
