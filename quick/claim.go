@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -26,8 +27,36 @@ import (
 // quarantined, without a slot) do not shrink the batch.
 const zclaimAllowance = 3
 
-// ClaimZone leases up to opts.Max vested jobs of a task type from the zones
-// layout: it takes a lane from the pointer index (or continues on
+// Bounds of one zones claim by construction (issue 22, item 5): whatever
+// Max and MaxBytes ask, a claim reads at most zclaimMaxJobs+1+
+// zclaimAllowance job keys and its budget (claimBudget, against
+// min(MaxBytes, zclaimTxBytes)) counts, per job, what its transaction
+// carries (zclaimJobBytes): the payload and checkpoint returned, and the
+// keys it clears and sets, the value it rewrites (unique key and last
+// error included) and the conflict ranges it adds. FDB refuses a
+// transaction over 10 MB (2101) on every retry.
+const (
+	zclaimMaxJobs = 1000
+	zclaimTxBytes = 5 << 20
+)
+
+// zclaimJobBytes is what taking (or dead-lettering) a job of key key and
+// stored value of vlen bytes adds to a claim's transaction besides the
+// payload and checkpoint returned: the clear of its key, the set of the
+// moved key with the rewritten value (the holder's name and lease fields
+// added), and the read- and write-conflict ranges of both keys (a key and
+// its successor each).
+func zclaimJobBytes(key []byte, vlen int, holder string) int {
+	if mutant.On("quick.claim-bytes") {
+		return 0
+	}
+	return 7*len(key) + vlen + len(holder) + 64
+}
+
+// ClaimZone leases up to opts.Max (at most 1000) vested jobs of a task
+// type from the zones layout, within opts.MaxBytes (at most 5 MB), which
+// here counts the keys and values the claim writes and its conflict ranges
+// besides the payloads and checkpoints it returns: it takes a lane from the pointer index (or continues on
 // opts.Pointer), takes that lane's vested jobs with per-job leases, and
 // hands the lane back with its next vesting time unless opts.Keep holds it.
 //
@@ -154,6 +183,9 @@ func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
 		return o, err
 	}
 	co.Lanes, co.ScanLimit = nil, 0
+	if co.Max > zclaimMaxJobs && !mutant.On("quick.claim-max") {
+		co.Max = zclaimMaxJobs // More says when the lane had more
+	}
 	o.ClaimOptions = co
 	if o.Peek < 0 {
 		return o, fmt.Errorf("%w: negative Peek %d", ErrInvalidOption, o.Peek)
@@ -256,7 +288,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		// renewing on every claim made the lane's acks in flight conflict
 		// (0.01-0.02 conflicts per job, measured with the worker's drain
 		// benchmark) for no gain.
-		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 {
+		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 && !mutant.On("quick.keep-renew") {
 			old := s.PtrMs
 			deadline := now.Add(q.opts.PointerLease).Truncate(time.Millisecond)
 			s.PtrMs = deadline.UnixMilli()
@@ -324,6 +356,8 @@ type zcand struct {
 	v   zjobValue
 	pf  kv.Future[[]byte] // Z (3, id), for a payload not inline
 	cf  kv.Future[[]byte] // Z (4, id), for a checkpoint not inline
+	// vlen is the stored value's size (zclaimJobBytes).
+	vlen int
 }
 
 // readLane issues the reads a claim makes of lane l: as takeShort reads a
@@ -387,7 +421,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		if !v.exhausted() {
 			runnable++
 		}
-		c := zcand{key: kvp.Key, jk: jk, v: v}
+		c := zcand{key: kvp.Key, jk: jk, v: v, vlen: len(kvp.Value)}
 		if v.Flags&flagBlob != 0 {
 			c.pf = snap.Get(l.z.blobKey(jk.ID))
 		}
@@ -401,7 +435,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 	if len(kvs) == limit && future < 0 && !leftVested {
 		leftVested = true
 	}
-	b := claimBudget{max: opts.MaxBytes}
+	b := claimBudget{max: min(opts.MaxBytes, zclaimTxBytes)}
 	deadline := now.Add(opts.Lease)
 	leaseMs := deadline.UnixMilli()
 	var taken []zjobKey
@@ -496,7 +530,7 @@ func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef,
 	}
 	id := c.jk.ID
 	if c.v.exhausted() {
-		if !b.fits(len(payload)+len(ckpt)+len(c.key)+deadLetterOverhead, true) {
+		if !b.fits(len(payload)+len(ckpt)+zclaimJobBytes(c.key, c.vlen, opts.Holder)+deadLetterOverhead, true) {
 			return false, nil
 		}
 		if err := q.conflictOn(tr, c.key); err != nil {
@@ -513,7 +547,7 @@ func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef,
 		res.deadIDs = append(res.deadIDs, id)
 		return true, nil
 	}
-	if !b.fits(len(payload)+len(ckpt), false) {
+	if !b.fits(len(payload)+len(ckpt)+zclaimJobBytes(c.key, c.vlen, opts.Holder), false) {
 		return false, nil
 	}
 	if err := q.conflictOn(tr, c.key); err != nil {

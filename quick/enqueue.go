@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/wire"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -21,10 +25,14 @@ import (
 //
 // Idempotency costs one key per enqueue transaction, not per job: the
 // marker S (2, "m", id) named by the transaction's first job, written with
-// the jobs and read by every attempt (serializable). An attempt that finds
-// it knows that the same jobs were committed before (by an earlier attempt
+// the jobs and read by every attempt (serializable). Its value lists
+// exactly the IDs that transactions under that name stored (markedIDs), and
+// is written only by a transaction that stores one: an attempt that finds
+// it knows which of its jobs were committed before (by an earlier attempt
 // of this call that reported commit_unknown_result, or by an earlier call
-// with the same IDs) and writes nothing. PurgeMarkers clears markers older
+// with the same first ID) and stores only the others. A job that was not
+// stored (its unique key held) is never listed, so enqueueing it later is
+// not answered "duplicate". PurgeMarkers clears markers older
 // than IdempotencyWindow with one range clear. With
 // Options.AutomaticIdempotency, Enqueue's own transactions also set FDB's
 // automatic_idempotency, which resolves a lost commit reply in the client;
@@ -72,7 +80,7 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 	var out []Enqueued
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
-		for end < len(prepared) && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
+		for end < len(prepared) && end-start < maxMarkedIDs && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
 			size += jobBytes(prepared[end])
 			end++
 		}
@@ -130,7 +138,8 @@ func (q *Queue) setAutomaticIdempotency(tr kv.Transaction) bool {
 // Keys: reads (one round trip, two when a zone's lane count differs from
 // Options.ZoneLanes) S (2, "m", id) of the call's first fixed ID, the zone
 // meta Z (2) of each zone (snapshot), the lane state Z (1, prio, lane) of
-// each lane placed in, S (1, "u", type, key) for unique jobs (and the
+// each lane placed in (for short-job task types with its hand-out mark
+// Z (5, prio, lane), serializable: readHandoutMarks), S (1, "u", type, key) for unique jobs (and the
 // holder's record S (1, "j", id) when the key is taken), S (1, "sleep",
 // type) for jobs vesting now and, until this process has seen a task type
 // registered, S (1, "t", type) (snapshot). Writes per job Z (0, prio,
@@ -183,14 +192,20 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		cov.add(laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}, j.runAt.UnixMilli())
 	}
 	cov.read(tr)
+	marks := q.readHandoutMarks(tr, &cov)
 
+	var listed map[ID]bool
 	if mark != nil {
 		v, err := mark.Get()
 		if err != nil {
 			return nil, err
 		}
 		if v != nil {
-			return q.zenqueueSeen(tr, now, jobs, call, markKey)
+			id, _ := call.markerID(jobs)
+			listed = q.markedIDs(id, v)
+			if call.prevCommitted(listed) {
+				return call.prev, nil // the earlier attempt committed
+			}
 		}
 	}
 	for _, f := range prevKeys {
@@ -210,44 +225,78 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		}
 		lanesOf[k] = n
 	}
-	r := zreads{markKey: markKey, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov}
+	r := zreads{markKey: markKey, listed: listed, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov, marks: marks}
 	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
 }
 
-// zenqueueSeen answers a call whose marker is stored: its jobs with fixed
-// IDs were committed before. When an earlier attempt of this very call may
-// have committed, that attempt's outcome is this call's; otherwise (an
-// EnqueueTx retried by its caller, or Enqueue called again with the same
-// IDs) they are duplicates, as in schema 1. Jobs given no ID are new jobs
-// of this call and are written.
-func (q *Queue) zenqueueSeen(tr kv.Transaction, now time.Time, jobs []job, call *zenqueueCall, markKey []byte) ([]Enqueued, error) {
-	if call.prev != nil {
-		return call.prev, nil
+// maxMarkedIDs bounds the IDs one enqueue marker lists (16 bytes each,
+// far under FDB's 100 kB value limit): Enqueue's batches hold at most as
+// many jobs, and EnqueueTx refuses more jobs given IDs in one call.
+const maxMarkedIDs = 4096
+
+// markIDsField is the field of a zones enqueue marker that lists the IDs
+// stored under it, 16 bytes each (requeueMarkField marks a requeue).
+const markIDsField = 1
+
+// markedIDs returns the IDs a marker named by id lists as stored: those of
+// its markIDsField, and id itself for a requeue's marker (requeue.go). A
+// marker that does not decode lists none (logged): its jobs may then be
+// stored again, none is lost.
+func (q *Queue) markedIDs(id ID, v []byte) map[ID]bool {
+	out := map[ID]bool{}
+	err := wire.Walk(v, func(num protowire.Number, typ protowire.Type, raw []byte, _ uint64) error {
+		switch {
+		case num == markIDsField && typ == protowire.BytesType && len(raw)%len(ID{}) == 0:
+			for i := 0; i < len(raw); i += len(ID{}) {
+				out[ID(raw[i:i+len(ID{})])] = true
+			}
+		case num == requeueMarkField:
+			out[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		q.opts.Logger.Warn("quick: an enqueue marker does not decode; its jobs are taken as not stored", "id", id, "err", err)
+		return map[ID]bool{}
 	}
-	out := make([]Enqueued, len(jobs))
-	var fresh []job
-	var at []int
-	for i, j := range jobs {
-		if call.given[i] {
-			out[i] = Enqueued{ID: j.ID, Duplicate: true}
+	return out
+}
+
+// markValue is a marker's value listing stored (this transaction's new
+// IDs) and then those of before (listed) that still fit in maxMarkedIDs.
+func markValue(stored []ID, listed map[ID]bool) []byte {
+	b := make([]byte, 0, 16*min(len(stored)+len(listed), maxMarkedIDs))
+	for _, id := range stored {
+		b = append(b, id[:]...)
+	}
+	for id := range listed {
+		if len(b) >= 16*maxMarkedIDs {
+			break
+		}
+		b = append(b, id[:]...)
+	}
+	return wire.AppendBytes(nil, markIDsField, b)
+}
+
+// prevCommitted reports whether the earlier attempt of this call that may
+// have committed did: it stored a job with a fixed ID, and the marker lists
+// every such job it stored. An attempt that stored nothing wrote nothing,
+// and the call simply runs again.
+func (c *zenqueueCall) prevCommitted(listed map[ID]bool) bool {
+	if c.prev == nil || listed == nil {
+		return false
+	}
+	stored := 0
+	for _, r := range c.prev {
+		if r.Duplicate {
 			continue
 		}
-		fresh = append(fresh, j)
-		at = append(at, i)
+		if !listed[r.ID] {
+			return false
+		}
+		stored++
 	}
-	if len(fresh) == 0 {
-		return out, nil
-	}
-	sub := &zenqueueCall{given: make([]bool, len(fresh)), noMarker: true}
-	res, err := q.zenqueueTx(tr, now, fresh, sub)
-	if err != nil {
-		return nil, err
-	}
-	call.wrote = sub.wrote
-	for k, i := range at {
-		out[i] = res[k]
-	}
-	return out, nil
+	return stored > 0
 }
 
 // zoneLanes returns a zone's lane count from its meta: Options.ZoneLanes
@@ -278,11 +327,82 @@ func (q *Queue) zoneLanesOf(v []byte) int {
 
 // zreads are the futures of an enqueue attempt's first round trip.
 type zreads struct {
-	markKey  []byte
+	markKey []byte
+	// listed is what the marker says its transactions stored (nil: none
+	// read).
+	listed   map[ID]bool
 	uniq     []kv.Future[[]byte]
 	types    map[string]kv.Future[[]byte]
 	sleepers map[string]kv.Future[[]byte]
 	guessed  *coverer // lane states of the lanes placed by Options.ZoneLanes
+	// marks are the hand-out marks Z (5, prio, lane) of the guessed lanes
+	// of short-job task types, by lane state key (readHandoutMarks).
+	marks map[string]kv.Future[[]byte]
+}
+
+// readHandoutMarks issues, beside the lane states, serializable reads of
+// the hand-out marks of the lanes of short-job task types in c (none for
+// other types: they have no marks), keyed by lane state key.
+//
+// The invariant they restore (issue 22, item 1): while a lane is held in
+// short-job mode, every job key at or before its hand-out mark was handed
+// out under the lease the mark names. A continuing claim reads only after
+// its cursor, and a takeover counts a run for every untokened key up to the
+// mark, so a key placed there would never run under the holder and would be
+// counted as run when it died. An enqueue therefore places a job it would
+// put behind the mark of the lane's live short lease just after it
+// (afterHandout). The reads are serializable: a claim that leases the lane
+// (the lane state) or hands out more (the mark) before the enqueue commits
+// makes it retry and see the new mark; a lane not held by a short lease
+// has no constraint, since its next holder starts from the lane's first key.
+func (q *Queue) readHandoutMarks(tr kv.Transaction, c *coverer) map[string]kv.Future[[]byte] {
+	var out map[string]kv.Future[[]byte]
+	for _, it := range c.items {
+		if !q.opts.TaskTypes[it.l.z.taskType].ShortJobs {
+			continue
+		}
+		if out == nil {
+			out = map[string]kv.Future[[]byte]{}
+		}
+		out[string(it.l.stateKey())] = tr.Get(it.l.handoutKey())
+	}
+	return out
+}
+
+// handoutFloor returns the key a job placed in a lane must sort after: the
+// hand-out mark's, when the lane state (a value read) is a short-job lease
+// and the mark (read) is that lease's. ok is false when there is none.
+func handoutFloor(state []byte, mark kv.Future[[]byte]) (vestMs int64, id ID, ok bool, err error) {
+	if mark == nil || state == nil {
+		return 0, ID{}, false, nil
+	}
+	mv, err := mark.Get()
+	if err != nil || mv == nil {
+		return 0, ID{}, false, err
+	}
+	var s laneState
+	if s.unmarshal(state) != nil || s.Token == 0 || !s.Short {
+		return 0, ID{}, false, nil
+	}
+	tok, vestMs, id, ok := parseHandoutMark(mv)
+	if !ok || tok != s.Token {
+		return 0, ID{}, false, nil
+	}
+	return vestMs, id, true, nil
+}
+
+// afterHandout returns the vesting time at which a job with ID id, wanted
+// at vestMs, sorts after the hand-out mark (markMs, markID): vestMs itself
+// when its key already does, else markMs+1 (the mark's job has vested, so
+// the job still vests at once).
+func afterHandout(vestMs int64, id ID, markMs int64, markID ID) int64 {
+	if mutant.On("quick.enqueue-after-mark") {
+		return vestMs
+	}
+	if vestMs > markMs || vestMs == markMs && string(id[:]) > string(markID[:]) {
+		return vestMs
+	}
+	return markMs + 1
 }
 
 // zplace decides each job (new, duplicate of an ID or of a unique key)
@@ -294,9 +414,44 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	seenID := map[ID]bool{}
 	seenUniq := map[string]ID{}
 	var cov coverer
-	wrote := 0
+	// The hand-out marks of short-job lanes that jobs are placed in
+	// (readHandoutMarks): a lane not guessed right by the first round trip
+	// (its zone was resized) is read now.
+	var late coverer
 	for i, j := range jobs {
-		if seenID[j.ID] {
+		l := laneRef{z: zones[i], prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(zones[i].space.Bytes())])}
+		if q.opts.TaskTypes[j.TaskType].ShortJobs && r.guessed.byKey[string(l.stateKey())] == nil {
+			late.add(l, 0)
+		}
+	}
+	late.read(tr)
+	lateMarks := q.readHandoutMarks(tr, &late)
+	type floor struct {
+		ms int64
+		id ID
+	}
+	floors := map[string]floor{}
+	for _, m := range []struct {
+		c     *coverer
+		marks map[string]kv.Future[[]byte]
+	}{{r.guessed, r.marks}, {&late, lateMarks}} {
+		for k, mf := range m.marks {
+			sv, err := m.c.byKey[k].state.Get()
+			if err != nil {
+				return nil, err
+			}
+			ms, id, ok, err := handoutFloor(sv, mf)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				floors[k] = floor{ms, id}
+			}
+		}
+	}
+	var stored []ID // the jobs given IDs that this transaction stores
+	for i, j := range jobs {
+		if seenID[j.ID] || call.given[i] && r.listed[j.ID] && !mutant.On("quick.marker-per-job") {
 			out[i] = Enqueued{ID: j.ID, Duplicate: true}
 			continue
 		}
@@ -320,10 +475,18 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 		z := zones[i]
 		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanesOf[string(z.space.Bytes())])}
 		vestMs := j.runAt.UnixMilli()
+		runAt := j.runAt
+		if f, ok := floors[string(l.stateKey())]; ok {
+			if after := afterHandout(vestMs, j.ID, f.ms, f.id); after != vestMs {
+				vestMs, runAt = after, time.UnixMilli(after)
+			}
+		}
 		call.wrote = append(call.wrote, q.zwrite(tr, nowMs, l, vestMs, j))
 		cov.add(l, vestMs)
-		out[i] = Enqueued{ID: j.ID, RunAt: j.runAt}
-		wrote++
+		out[i] = Enqueued{ID: j.ID, RunAt: runAt}
+		if call.given[i] {
+			stored = append(stored, j.ID)
+		}
 	}
 	// The lane states read with the first round trip serve every lane
 	// guessed right; the others are read now.
@@ -335,9 +498,11 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	if err := q.applyCover(tr, &cov, nowMs); err != nil {
 		return nil, err
 	}
-	q.growBackloggedZones(tr, &cov, lanesOf)
-	if wrote > 0 && r.markKey != nil {
-		tr.Set(r.markKey, nil)
+	if err := q.growBackloggedZones(tr, &cov, lanesOf); err != nil {
+		return nil, err
+	}
+	if len(stored) > 0 && r.markKey != nil {
+		tr.Set(r.markKey, markValue(stored, r.listed))
 	}
 	if err := q.wakeSleepers(tr, now, jobs, out, r.sleepers); err != nil {
 		return nil, err
@@ -417,8 +582,16 @@ func (q *Queue) zuniqueHolder(tr kv.Transaction, f kv.Future[[]byte]) (ID, error
 // the call's marker is named by the first of them.
 func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, prepared []job) ([]Enqueued, error) {
 	call := zenqueueCall{given: make([]bool, len(in))}
+	n := 0
 	for i, j := range in {
 		call.given[i] = !j.ID.IsZero()
+		if call.given[i] {
+			n++
+		}
+	}
+	if n > maxMarkedIDs {
+		// The marker lists the IDs it recognises, within FDB's value limit.
+		return nil, fmt.Errorf("quick: enqueue: %w: %d jobs given IDs in one EnqueueTx, over %d", ErrInvalidOption, n, maxMarkedIDs)
 	}
 	return q.zenqueueTx(tr, now, prepared, &call)
 }

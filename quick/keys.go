@@ -5,6 +5,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -81,7 +82,7 @@ func zoneHash(prefix []byte) int64 { return int64(xxh3.Hash(prefix)) }
 // Options.ZoneSpace(itemSpace) when set, else under S (2, "z", itemSpace).
 func (q *Queue) zoneOf(taskType, itemSpace string) zone {
 	base := q.zk.zones.Sub(itemSpace)
-	if q.opts.ZoneSpace != nil {
+	if q.opts.ZoneSpace != nil && !mutant.On("quick.zone-space") {
 		base = q.opts.ZoneSpace(itemSpace)
 	}
 	return newZone(base.Sub(taskType), taskType, itemSpace)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -45,9 +46,11 @@ import (
 // job in has an unleased pointer that vested zoneStaleMs (2 s) ago or more:
 // no claim has taken that lane since, while it had work. The lane state is
 // read anyway (cover), so the check costs no read; growing costs one set
-// of Z (2), written blind (enqueues read it at snapshot; two enqueues
-// growing at once write the same count, and a count written from a stale
-// read is at worst one doubling short, which the next enqueue repairs).
+// of Z (2) and a read-conflict key on it (enqueues read it at snapshot):
+// a count written from a stale read would undo an operator's
+// SetZoneLanes committed meanwhile (issue 22), so the growing enqueue
+// conflicts with it (and with another growth), retries and grows from the
+// count it then reads.
 // The jobs of the transaction that grows are placed by the old count; the
 // next transactions spread theirs over the new lanes. A lane handed back
 // with vested jobs left is filed at the start of its second (pointer.go),
@@ -110,8 +113,8 @@ func zoneBacklogged(taken []zjobKey, nowMs int64) bool {
 // "Growth at enqueue" above). lanesOf holds the zones' counts the enqueue
 // placed its jobs by, keyed by zone prefix.
 //
-// Keys: a set of Z (2) per zone it grows; no read.
-func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[string]int) {
+// Keys: a read-conflict key on Z (2) and a set of it per zone it grows.
+func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[string]int) error {
 	var done map[string]bool
 	for _, it := range c.items {
 		if !it.backlogged {
@@ -128,9 +131,15 @@ func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[s
 		done[k] = true // once per zone and transaction
 		grown := min(2*n, q.opts.MaxZoneLanes)
 		m := zoneMeta{Lanes: int64(grown)}
+		if !mutant.On("quick.grow-blind") {
+			if err := tr.AddReadConflictKey(it.l.z.metaKey()); err != nil {
+				return err
+			}
+		}
 		tr.Set(it.l.z.metaKey(), m.marshal())
 		q.opts.Logger.Debug("quick: growing a zone whose lane waits unclaimed", "zone", it.l.String(), "lanes", grown)
 	}
+	return nil
 }
 
 // SetZoneLanes sets how many hash lanes the zone of a task type and item

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -117,11 +118,25 @@ func (c *coverer) read(tr kv.Transaction) {
 
 // apply creates or pulls earlier the pointers the placed jobs need.
 //
-// Keys: reads Z (1, prio, lane) of each lane (serializable); writes it and
-// S (2, "p", ...) only for a lane that had no pointer or whose unleased
+// A lane state is never trusted alone (issue 22, item 3): where it would
+// leave the pointer as it is, cover reads the pointer it names (snapshot:
+// the state, read serializably, changes with it), and a state without its
+// pointer (a tenant's subspace copied or restored without the queue's
+// pointer index) gets it back, so the lane's jobs, old and new, are
+// reachable again.
+//
+// Keys: reads Z (1, prio, lane) of each lane (serializable) and, where the
+// state is kept, its pointer S (2, "p", ...) (snapshot); writes the state
+// and S (2, "p", ...) only for a lane that had no pointer or whose unleased
 // pointer vested later than the new job.
 func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 	c.read(tr)
+	type kept struct {
+		it  *coverItem
+		s   laneState
+		ptr kv.Future[[]byte]
+	}
+	var keep []kept
 	for _, it := range c.items {
 		v, err := it.state.Get()
 		if err != nil {
@@ -141,15 +156,34 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased():
+		case s.leased(), s.PtrMs <= it.vestMs:
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
-		case s.PtrMs <= it.vestMs:
-			it.backlogged = s.PtrMs <= nowMs-zoneStaleMs
+			// An unleased pointer vests by the new job. Either way the
+			// pointer stays, if it is there.
+			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
 			s.PtrMs = it.vestMs
 			q.movePointer(tr, it.l, old, s)
+		}
+	}
+	for _, k := range keep {
+		v, err := k.ptr.Get()
+		if err != nil {
+			return err
+		}
+		if v == nil && !mutant.On("quick.cover-pointer") {
+			q.opts.Logger.Warn("quick: a lane state without its pointer; writing the pointer", "lane", k.it.l.String())
+			s := k.s
+			if !s.leased() {
+				s.PtrMs = min(s.PtrMs, k.it.vestMs)
+			}
+			q.movePointer(tr, k.it.l, -1, s)
+			continue
+		}
+		if !k.s.leased() {
+			k.it.backlogged = k.s.PtrMs <= nowMs-zoneStaleMs
 		}
 	}
 	return nil
@@ -422,7 +456,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
 				return PointerLease{}, false, 0, nil, err
 			}
-			if old.PtrMs != e.PtrMs {
+			if old.PtrMs != e.PtrMs && !mutant.On("quick.stale-pointer") {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				if err := lr.discard(); err != nil {

@@ -130,8 +130,8 @@ func (q *Queue) checkID(now time.Time, id ID) error {
 // type registered it also reads S(1,"t",type) (snapshot) and sets it.
 // With LayoutZones the jobs go to their zones instead (enqueue.go): one
 // key per job, one marker S(2,"m",id) per call named by its first job
-// given an ID; a call whose marker is stored returns those jobs as
-// duplicates.
+// given an ID and listing the IDs stored under it (at most 4096 jobs given
+// IDs per call); a call returns the jobs its marker lists as duplicates.
 func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error) {
 	now := q.Now()
 	prepared := make([]job, len(jobs))

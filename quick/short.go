@@ -266,9 +266,11 @@ const lapsedCountLimit = 1000
 // was taken. The mark is cleared: it is spent.
 //
 // Over-counting is possible only where a key was placed behind the
-// holder's cursor without being handed out (an enqueue vesting before the
-// cursor's time, from a clock behind the holder's, or a short job
-// released in place) and the holder then died.
+// holder's cursor without being handed out and the holder then died. An
+// enqueue never does (it reads the mark and places its job after it:
+// enqueue.go, readHandoutMarks); a release, requeue or run-now vesting
+// before the cursor's time (from a clock behind the holder's), or a short
+// job released in place, may.
 //
 // Keys: reads Z (5, prio, lane) (serializable); when it is the lapsed
 // lease's, a snapshot range read of the lane up to the mark (at most

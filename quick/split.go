@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -215,8 +216,22 @@ func (q *Queue) splitTargets(tr kv.Transaction, l laneRef, n int, skvs []kv.KeyV
 		out := append(empty, idles...)
 		return out[:min(len(out), zsplitLanes)]
 	}
-	if out := pick(0, n); len(out) > 0 {
-		return out, nil
+	// A read cut at its limit (a zone set above MaxZoneLanes) saw the
+	// states of the lanes up to its last key only: a lane past it is
+	// unknown, not empty, and may be leased (issue 22, item 7: a split
+	// overwrote such a lane's state, clobbering a live lease's token).
+	known := n
+	if len(skvs) > q.opts.MaxZoneLanes && !mutant.On("quick.split-unread") {
+		if last, ok := l.z.parseStateLane(skvs[len(skvs)-1].Key); ok {
+			known = min(n, last+1)
+		} else {
+			known = 0
+		}
+	}
+	if known > 0 {
+		if out := pick(0, known); len(out) > 0 {
+			return out, nil
+		}
 	}
 	if n >= q.opts.MaxZoneLanes || len(skvs) > q.opts.MaxZoneLanes {
 		return nil, nil // every lane busy, and the zone at its cap

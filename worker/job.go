@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -73,6 +74,25 @@ func (st *jobState) usableLocked() error {
 		return fmt.Errorf("worker: job %s: %w", st.first.ID, quick.ErrLeaseLost)
 	}
 	return fmt.Errorf("worker: job %s: %w", st.first.ID, ErrJobFinished)
+}
+
+// notStartable tells why a claimed job's handler must not start (nil: it
+// may): the worker already knows its lease is lost or handed it back, or
+// its context ended (the loss's cause). A prefetched job waits for a slot
+// while its lease can be lost (issue 22, item 4).
+func (st *jobState) notStartable() error {
+	if mutant.On("worker.prefetch-phase") {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := st.usableLocked(); err != nil {
+		return err
+	}
+	if cause := context.Cause(st.ctx); cause != nil {
+		return cause
+	}
+	return nil
 }
 
 // loseLocked records a lost lease: the handler's context is cancelled with
@@ -191,7 +211,10 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 // the call keeps its error, the outcome unknown.
 func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason string) bool {
 	info, err := st.r.w.q.Get(ctx, st.first.ID)
-	if errors.Is(err, quick.ErrNotTrackable) {
+	if errors.Is(err, quick.ErrNotTrackable) && !st.trackable() {
+		// A Trackable job has a lookup entry while it lives: not found,
+		// it is finished (issue 22: a completion applied then answered
+		// 1021 was reported as a lost lease).
 		return false
 	}
 	if kind == quick.AckComplete {
@@ -200,6 +223,15 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 	// The stored error is the reason, possibly truncated.
 	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&
 		strings.HasPrefix(reason, info.LastError) && (info.LastError != "" || reason == "")
+}
+
+// trackable tells whether the job's task type keeps the zones lookup
+// index, so that Get finds it for as long as it lives.
+func (st *jobState) trackable() bool {
+	if mutant.On("worker.reached-trackable") {
+		return false
+	}
+	return st.r.w.q.Options().TaskTypes[st.first.TaskType].Trackable
 }
 
 // abandon hands a still-running job back at shutdown: its context is

@@ -238,6 +238,13 @@ func (r *runner) runJob(st *jobState) {
 		notify(r.slotFreed)
 		r.w.signalJobDone()
 	}()
+	if why := st.notStartable(); why != nil {
+		// A prefetched job waited for a slot while its lease was lost
+		// (cancelled, or its lane taken over): another worker may run it
+		// now, so running it here would double the run.
+		r.w.log.Warn("worker: not starting a prefetched job", "task_type", r.taskType, "id", st.first.ID, "why", why)
+		return
+	}
 	ctx := st.ctx
 	if d := r.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc

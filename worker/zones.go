@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -110,7 +111,7 @@ func (r *runner) signalMore() {
 
 // zoneRefuse says why a zones claim must not run now, or "".
 func (r *runner) zoneRefuse() string {
-	if paused, known := r.w.pause.isPaused(r.taskType); paused {
+	if paused, known := r.w.pause.isPaused(r.taskType); paused && !mutant.On("worker.zones-pause") {
 		return refusePaused
 	} else if !known {
 		return refusePauseUnknown
@@ -249,7 +250,7 @@ func (c *zoneClaimer) claim(n int) bool {
 			opts.Pointer = &p
 		}
 	} else if c.ptr != nil {
-		if c.rounds >= keepRounds-1 {
+		if c.rounds >= keepRounds-1 && !mutant.On("worker.keep-rounds") {
 			opts.Keep = false // its last round: the claim hands it back
 		}
 		opts.Pointer = c.ptr
@@ -340,7 +341,7 @@ func (c *zoneClaimer) claim(n int) bool {
 	switch {
 	case len(res.Jobs) > 0 && continuing:
 		c.rounds++
-		if short && c.rounds >= keepRounds {
+		if short && c.rounds >= keepRounds && !mutant.On("worker.keep-rounds") {
 			r.shorts.retire(sl)
 			c.sl, c.rounds = nil, 0
 		}
