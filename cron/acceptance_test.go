@@ -110,7 +110,7 @@ func TestAcceptanceWorkers(t *testing.T) {
 	for i := range ws {
 		w, err := worker.New(worker.Config{
 			Queue: e.q, ID: fmt.Sprintf("w%d", i), Clock: e.clk, Logger: quietLogger(),
-			HeartbeatPeriod: 24 * time.Hour, Replicas: nWorkers, MaxIdleSleep: 5 * time.Second,
+			HeartbeatPeriod: 24 * time.Hour, MaxIdleSleep: 5 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -202,15 +202,15 @@ func (d *clockDriver) until(what string, cond func() bool) {
 	}
 }
 
-// describeWorkers says what each worker watches and how often it refused
-// to claim: a worker on standby (clock judged off) or not knowing the
-// paused types watches no lane or refuses every round.
+// describeWorkers says how often each worker refused to claim: a worker on
+// standby (clock judged off) or not knowing the paused types refuses every
+// round.
 func (d *clockDriver) describeWorkers() string {
 	out := ""
 	for _, w := range d.workers {
 		st := w.Stats()
-		out += fmt.Sprintf("\nworker %s: lanes %v, claim rounds refused %d, claimed %d, running %d",
-			w.ID(), w.Lanes("tick"), st.Refused, st.Claimed, st.Running)
+		out += fmt.Sprintf("\nworker %s: claim rounds refused %d, claimed %d, running %d",
+			w.ID(), st.Refused, st.Claimed, st.Running)
 	}
 	return out
 }
@@ -359,7 +359,7 @@ func TestAcceptanceChain(t *testing.T) {
 // each, ending each as Handle does.
 func (e *env) runOnce(sc *script, holder string) {
 	e.t.Helper()
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: holder, Max: 10, Lease: 30 * time.Second})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: holder, Max: 10, Lease: 30 * time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}

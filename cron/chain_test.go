@@ -156,7 +156,7 @@ func TestRepairRestoresBrokenChains(t *testing.T) {
 		t.Fatalf("claimed %d", len(ls))
 	}
 	e.clk.Advance(11 * time.Second)
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: "w2", Lease: 10 * time.Second})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: "w2", Lease: 10 * time.Second})
 	if err != nil || res.DeadLettered != 1 {
 		t.Fatalf("claim: %+v, %v; want the occurrence dead-lettered", res, err)
 	}

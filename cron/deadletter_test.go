@@ -41,7 +41,7 @@ func TestClaimThatDeadLettersEnqueuesTheSuccessor(t *testing.T) {
 		t.Fatalf("claimed %d", len(ls))
 	}
 	e.clk.Advance(11 * time.Second)
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: "w2", Lease: 10 * time.Second})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "tick", Holder: "w2", Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestLeaseLapsesBetweenDeadLetterRetries(t *testing.T) {
 			e.clk.Advance(31 * time.Second) // past the worker's 30 s lease
 			// This claim or the worker's own (woken by the clock) finds the
 			// occurrence exhausted and dead-letters it.
-			_, err := e.q.Claim(context.Background(), quick.ClaimOptions{TaskType: "tick", Holder: "other", Lease: 10 * time.Second})
+			_, err := e.q.Consumer().Claim(context.Background(), quick.ClaimOptions{TaskType: "tick", Holder: "other", Lease: 10 * time.Second})
 			if err == nil {
 				var n int64
 				if n, err = e.q.DeadCount(context.Background(), "tick"); err == nil && n != 1 {

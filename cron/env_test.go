@@ -8,6 +8,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/testhook"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
@@ -59,7 +60,7 @@ func newEnvOn(t testing.TB, raw kv.Database, space tuple.Subspace, clk *clock.Fa
 	}
 	counted := kv.WithCounters(db)
 	q, err := quick.Open(context.Background(), counted, space, quick.Options{
-		Clock: clk, Lanes: 4, Logger: quietLogger(),
+		Clock: clk, Logger: quietLogger(),
 		Backoff: func(int) time.Duration { return 10 * time.Second },
 	})
 	if err != nil {
@@ -75,14 +76,21 @@ func (e *env) register(s Schedule) {
 	}
 }
 
-// jobs lists the task type's pending and running jobs.
+// jobs lists the task type's pending and running jobs (quick's listing
+// for quicktest: every zone of the type, through its pointer index).
 func (e *env) jobs(taskType string) []quick.JobInfo {
 	e.t.Helper()
-	page, err := e.q.List(e.ctx, quick.ListOptions{TaskType: taskType, Limit: 1000})
+	list := testhook.JobsTx.(func(kv.ReadTransaction, *quick.Queue, string, int) ([]quick.JobInfo, bool, error))
+	var js []quick.JobInfo
+	err := e.q.DB().ReadTransact(e.ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		js, _, err = list(tr, e.q, taskType, 1000)
+		return err
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return page.Jobs
+	return js
 }
 
 // pending returns the one pending or running job of the task type and its
@@ -121,7 +129,7 @@ func (e *env) entry(name string) Entry {
 
 func (e *env) claim(taskType, holder string) []quick.Lease {
 	e.t.Helper()
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: taskType, Holder: holder, Max: 100, Lease: 10 * time.Second})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: taskType, Holder: holder, Max: 100, Lease: 10 * time.Second})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func TestChangeCarriesOnFromTheReplacedOccurrence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ahead.Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
+	res, err := ahead.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
 	if err != nil || len(res.Jobs) != 1 {
 		t.Fatalf("claimed %+v, %v", res, err)
 	}
@@ -200,7 +200,7 @@ func TestSecondChangeStillCarriesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ahead.Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
+	res, err := ahead.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "sweep", Holder: "w1", Lease: 10 * time.Second})
 	if err != nil || len(res.Jobs) != 1 {
 		t.Fatalf("claimed %+v, %v", res, err)
 	}

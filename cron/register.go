@@ -25,8 +25,8 @@ import (
 // key is free and would not stop a second occurrence): the running one
 // finishes first. A spec or time zone that does not parse, or a
 // spec that never fires, returns an error wrapping ErrInvalidSpec; other bad
-// fields ErrInvalidSchedule, as does a task type that is not Trackable in
-// the zones layout (cron finds its occurrences by ID). Nothing is written
+// fields ErrInvalidSchedule, as does an Untracked task type (cron finds
+// its occurrences by ID). Nothing is written
 // then.
 //
 // Cost: one transaction (a read of the definition and of the unique key;
@@ -39,10 +39,10 @@ func Register(ctx context.Context, q *quick.Queue, s Schedule) error {
 	if err != nil {
 		return err
 	}
-	// cron finds its occurrences by ID (quick.Get, Cancel): in the zones
-	// layout only a Trackable task type's jobs are found so.
-	if o := q.Options(); o.Layout == quick.LayoutZones && !o.TaskTypes[s.TaskType].Trackable {
-		return fmt.Errorf("%w: task type %q of schedule %q must be Trackable in the zones layout (quick.TaskTypeOptions.Trackable): cron finds its occurrences by ID", ErrInvalidSchedule, s.TaskType, s.Name)
+	// cron finds its occurrences by ID (quick.Get, Cancel): an Untracked
+	// task type's jobs are not found so.
+	if q.Options().TaskTypes[s.TaskType].Untracked {
+		return fmt.Errorf("%w: task type %q of schedule %q is Untracked (quick.TaskTypeOptions.Untracked): cron finds its occurrences by ID", ErrInvalidSchedule, s.TaskType, s.Name)
 	}
 	// Drawn once, outside the retry loop: a retry after an unknown commit
 	// finds its own definition unchanged instead of changing it again.

@@ -10,22 +10,22 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// In the zones layout cron finds its occurrences by ID, which only a
-// Trackable task type's jobs allow: Register refuses other types, writing
-// nothing, and a Trackable one's chain is alive.
-func TestRegisterInZonesNeedsTrackable(t *testing.T) {
+// cron finds its occurrences by ID, which an Untracked task type's jobs do
+// not allow: Register refuses such a type, writing nothing, and a tracked
+// one's chain is alive.
+func TestRegisterRefusesUntracked(t *testing.T) {
 	ctx := context.Background()
 	db, space := fdbtest.Open(t)
 	q, err := quick.Open(ctx, db, space, quick.Options{
-		Clock: clock.NewFake(epoch), Layout: quick.LayoutZones,
-		TaskTypes: map[string]quick.TaskTypeOptions{"report": {Trackable: true}},
+		Clock:     clock.NewFake(epoch),
+		TaskTypes: map[string]quick.TaskTypeOptions{"sweep": {Untracked: true}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = Register(ctx, q, Schedule{Name: "sweep", Spec: "*/5 * * * *", TaskType: "sweep"})
 	if !errors.Is(err, ErrInvalidSchedule) {
-		t.Fatalf("Register of a non-Trackable type in zones = %v, want ErrInvalidSchedule", err)
+		t.Fatalf("Register of an Untracked type = %v, want ErrInvalidSchedule", err)
 	}
 	if err := Register(ctx, q, Schedule{Name: "report", Spec: "*/5 * * * *", TaskType: "report"}); err != nil {
 		t.Fatal(err)

@@ -27,29 +27,36 @@ type DepthOptions struct {
 	// Interval between measurements. Default 15 s. The lease lasts three
 	// intervals, so a dead holder is replaced within 3 × Interval.
 	Interval time.Duration
-	// Budget is the most keys read per lane and priority range
-	// (quick.LaneCounts); beyond it counts are lower bounds. Default 1000.
+	// Budget is the most keys read per task type and measurement
+	// (quick.DepthOptions.Budget); beyond it counts are lower bounds, and
+	// the gauges say exact="false". Default 10,000.
 	Budget int
-	Logger *slog.Logger
+	// TopTenants bounds the per-tenant series: each task type reports the
+	// tenants with the most ready jobs, at most this many (default 10, at
+	// most 100), so a queue of a million tenants still exports at most
+	// 3 × TopTenants tenant series per task type.
+	TopTenants int
+	Logger     *slog.Logger
 }
 
 // DepthReporter measures queue depth for the whole fleet from one process
 // at a time. Every reporter tries, each Interval, to take or renew a lease
 // key, S(1,"metrics","depth") beside the queue's keys, holding the holder's
-// name and the lease's end; only the holder then scans the queue
-// (quick.LaneCounts and quick.DeadCount per task type) and reports the
-// gauges, so Prometheus sees one series per task type and state whatever
-// the number of workers.
+// name and the lease's end; only the holder then measures the queue
+// (quick.Depth per task type) and reports the gauges, so Prometheus sees
+// one series per task type and state, and per top tenant and state,
+// whatever the number of workers.
 //
 // Cost per Interval: each reporter, one transaction with one point read and
 // (holder, or taking over) one write of the lease key; the holder alone,
-// per task type, 3 × lanes bounded range reads and one point read. Nothing
-// per job.
+// per task type, one quick.Depth: at most Budget keys read in two round
+// trips, whatever the backlog or the number of tenants. Nothing per job.
 type DepthReporter struct {
-	o     DepthOptions
-	key   []byte
-	depth metric.Int64ObservableGauge
-	age   metric.Float64ObservableGauge
+	o      DepthOptions
+	key    []byte
+	depth  metric.Int64ObservableGauge
+	age    metric.Float64ObservableGauge
+	tenant metric.Int64ObservableGauge
 
 	mu      sync.Mutex
 	until   time.Time // end of our lease, zero if not held
@@ -61,11 +68,15 @@ type depthSample struct {
 	ready, leased, scheduled, dead int64
 	exact                          bool
 	oldestReady                    time.Time
+	tenants                        []quick.TenantDepth
 }
 
 // NewDepthReporter registers the gauges quickfdb.queue.depth (attributes
-// task_type, state: ready, leased, scheduled, dead) and
-// quickfdb.queue.oldest_ready_age (seconds) with mp. Run measures.
+// task_type, state: ready, leased, scheduled, dead; exact),
+// quickfdb.queue.oldest_ready_age (seconds) and quickfdb.queue.tenant_depth
+// (attributes task_type, item_space, state: ready, leased, scheduled;
+// exact; the TopTenants tenants with the most ready jobs) with mp. Run
+// measures.
 func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, error) {
 	if o.Queue == nil || o.Holder == "" {
 		return nil, errors.New("metrics: DepthOptions need a Queue and a Holder")
@@ -74,8 +85,12 @@ func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, 
 		o.Interval = 15 * time.Second
 	}
 	if o.Budget <= 0 {
-		o.Budget = 1000
+		o.Budget = 10_000
 	}
+	if o.TopTenants <= 0 {
+		o.TopTenants = 10
+	}
+	o.TopTenants = min(o.TopTenants, 100)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -91,7 +106,12 @@ func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, 
 		metric.WithDescription("Age of the longest-waiting ready job per task type (0 if none)."), metric.WithUnit("s")); err != nil {
 		return nil, err
 	}
-	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age); err != nil {
+	if r.tenant, err = meter.Int64ObservableGauge("quickfdb.queue.tenant_depth",
+		metric.WithDescription("Jobs per task type, tenant (item_space) and state, for the tenants with the most ready jobs."),
+		metric.WithUnit("{job}")); err != nil {
+		return nil, err
+	}
+	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -117,6 +137,16 @@ func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
 			age = now.Sub(s.oldestReady).Seconds()
 		}
 		o.ObserveFloat64(r.age, age, metric.WithAttributes(tt))
+		for _, td := range s.tenants {
+			is := attribute.String("item_space", td.ItemSpace)
+			ex := attribute.Bool("exact", td.Exact)
+			for _, st := range []struct {
+				name string
+				n    int
+			}{{"ready", td.Ready}, {"leased", td.Leased}, {"scheduled", td.Scheduled}} {
+				o.ObserveInt64(r.tenant, int64(st.n), metric.WithAttributes(tt, is, attribute.String("state", st.name), ex))
+			}
+		}
 	}
 	return nil
 }
@@ -202,24 +232,14 @@ func (r *DepthReporter) measure(ctx context.Context) ([]depthSample, error) {
 	}
 	out := make([]depthSample, 0, len(types))
 	for _, t := range types {
-		ls, err := q.LaneCounts(ctx, quick.LaneCountsOptions{TaskType: t, PerRange: r.o.Budget})
+		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: r.o.Budget, TopTenants: r.o.TopTenants})
 		if err != nil {
 			return nil, err
 		}
-		s := depthSample{taskType: t, exact: true}
-		for _, l := range ls {
-			s.ready += int64(l.Ready)
-			s.leased += int64(l.Leased)
-			s.scheduled += int64(l.Scheduled)
-			s.exact = s.exact && l.Exact
-			if !l.OldestReady.IsZero() && (s.oldestReady.IsZero() || l.OldestReady.Before(s.oldestReady)) {
-				s.oldestReady = l.OldestReady
-			}
-		}
-		if s.dead, err = q.DeadCount(ctx, t); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
+		out = append(out, depthSample{
+			taskType: t, ready: int64(d.Ready), leased: int64(d.Leased), scheduled: int64(d.Scheduled), dead: d.Dead,
+			exact: d.Exact, oldestReady: d.OldestReady, tenants: d.Tenants,
+		})
 	}
 	return out, nil
 }

@@ -26,29 +26,44 @@ type fixture struct {
 	clk *clock.Fake
 }
 
+// newFixture is a zones queue with three tenants: "email" holds 7 ready
+// jobs (4 of acme, 2 of globex, 1 of initech), 1 scheduled (acme), and of
+// the ready ones 3 are claimed, one of them then dead-lettered; "report"
+// holds 1 ready job.
 func newFixture(t *testing.T) fixture {
 	m := memkv.Open(memkv.Options{})
 	t.Cleanup(func() { m.Close() })
 	db := kv.WithCounters(m)
 	clk := clock.NewFake(epoch)
-	q, err := quick.Open(context.Background(), db, tuple.FromTuple(tuple.Tuple{"m"}), quick.Options{Clock: clk})
+	q, err := quick.Open(context.Background(), db, tuple.FromTuple(tuple.Tuple{"m"}), quick.Options{Clock: clk, ZoneLanes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// acme's jobs first, and 3 of its 4 ready jobs claimed (one then
+	// dead-lettered) before the other tenants have any.
 	var jobs []quick.NewJob
-	for range 7 {
-		jobs = append(jobs, quick.NewJob{TaskType: "email"})
+	for range 4 {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: "acme"})
 	}
-	jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Hour}, quick.NewJob{TaskType: "report"})
+	jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: "acme", Delay: time.Hour})
 	if _, err := q.Enqueue(ctx, jobs...); err != nil {
 		t.Fatal(err)
 	}
-	c, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Lease: time.Minute})
-	if err != nil || len(c.Jobs) != 3 {
-		t.Fatal(err)
+	c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Lease: time.Minute})
+	if err != nil || len(c.Jobs) != 3 || c.Jobs[0].ItemSpace != "acme" {
+		t.Fatalf("claim: %+v %v", c.Jobs, err)
 	}
 	if err := q.DeadLetter(ctx, c.Jobs[0], "boom"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	jobs = nil
+	for _, ts := range []string{"globex", "globex", "initech"} {
+		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: ts})
+	}
+	jobs = append(jobs, quick.NewJob{TaskType: "report"})
+	if _, err := q.Enqueue(ctx, jobs...); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(5 * time.Second)
@@ -58,7 +73,7 @@ func newFixture(t *testing.T) fixture {
 func newReporter(t *testing.T, f fixture, holder string) (*DepthReporter, *sdkmetric.ManualReader) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	r, err := NewDepthReporter(mp, DepthOptions{Queue: f.q, Holder: holder, Interval: 10 * time.Second})
+	r, err := NewDepthReporter(mp, DepthOptions{Queue: f.q, Holder: holder, Interval: 10 * time.Second, TopTenants: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +82,12 @@ func newReporter(t *testing.T, f fixture, holder string) (*DepthReporter, *sdkme
 
 // depths collects the depth gauge as task_type/state -> value.
 func depths(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	return gauge(t, reader, "quickfdb.queue.depth")
+}
+
+// gauge collects an int gauge as its attributes task_type[/item_space]/state
+// -> value.
+func gauge(t *testing.T, reader *sdkmetric.ManualReader, name string) map[string]int64 {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
@@ -74,13 +95,17 @@ func depths(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
 	out := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != "quickfdb.queue.depth" {
+			if m.Name != name {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
-				tt, _ := dp.Attributes.Value("task_type")
+				k, _ := dp.Attributes.Value("task_type")
+				key := k.AsString()
+				if is, ok := dp.Attributes.Value("item_space"); ok {
+					key += "/" + is.AsString()
+				}
 				st, _ := dp.Attributes.Value("state")
-				out[tt.AsString()+"/"+st.AsString()] = dp.Value
+				out[key+"/"+st.AsString()] = dp.Value
 			}
 		}
 	}
@@ -116,6 +141,22 @@ func TestDepthOneReporterAtATime(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	// Per tenant: the top 2 by ready jobs (globex 2, then acme 1 and
+	// initech 1 by oldest ready, then name: acme), 3 states each.
+	wantTenants := map[string]int64{
+		"email/globex/ready": 2, "email/globex/leased": 0, "email/globex/scheduled": 0,
+		"email/acme/ready": 1, "email/acme/leased": 2, "email/acme/scheduled": 1,
+		"report//ready": 1, "report//leased": 0, "report//scheduled": 0,
+	}
+	gotTenants := gauge(t, ra, "quickfdb.queue.tenant_depth")
+	if len(gotTenants) != len(wantTenants) {
+		t.Errorf("tenant series %v, want %v", gotTenants, wantTenants)
+	}
+	for k, v := range wantTenants {
+		if n, ok := gotTenants[k]; !ok || n != v {
+			t.Errorf("tenant %s = %d (%v), want %d (all: %v)", k, n, ok, v, gotTenants)
 		}
 	}
 	if got := depths(t, rb); len(got) != 0 {

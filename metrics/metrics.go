@@ -8,9 +8,10 @@
 // console (quick ui) mounts Handler(). Default() is one Exporter per process,
 // so a worker and a console in the same process share it.
 //
-// Queue depth (ready, leased, scheduled and dead jobs per task type) is not
-// something each worker should measure: the scans cost O(lanes) range reads
-// per type, and N workers would pay them N times and report N copies.
+// Queue depth (ready, leased, scheduled and dead jobs per task type, and
+// per top tenant) is not something each worker should measure: each
+// measurement reads up to a budget of keys per type, and N workers would
+// pay it N times and report N copies.
 // DepthReporter makes one worker at a time do it, under a short lease key
 // (see depth.go).
 package metrics

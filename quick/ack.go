@@ -12,7 +12,9 @@ import (
 // zackTx applies acks of zones leases in tr; prevApplied as in ackTx.
 //
 // Keys: reads each job key (serializable) and, for short leases, each
-// lane's state once (serializable); for a lease found lost after an attempt
+// lane's state once (serializable); for a fail, snooze or release of a
+// short-job task type, the lane's state and hand-out mark (serializable,
+// vestAfterHandout); for a lease found lost after an attempt
 // that may have committed, the record S (1, "j", id) (snapshot) and the key
 // the ack planned. Writes: see the top of this file.
 func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
@@ -56,6 +58,11 @@ func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool)
 		if err != nil {
 			return nil, err
 		}
+		if !res.RunAt.IsZero() {
+			// Where the job went (vestAfterHandout may move it later):
+			// a retry after an unknown commit looks for it there.
+			acks[i].runAt = res.RunAt
+		}
 		out[i] = res
 	}
 	if err := q.applyCover(tr, &c, acks[0].now.UnixMilli()); err != nil {
@@ -92,7 +99,13 @@ func (q *Queue) zapply(tr kv.Transaction, a plannedAck, v zjobValue, c *coverer)
 		v.Attempt = max(v.Attempt-1, 0)
 	}
 	v.Token, v.Holder, v.LeasedAtMs = 0, "", 0
-	runMs := a.runAt.UnixMilli()
+	// Never behind a short-job holder's hand-out mark (issue 22, item 1),
+	// the holder's own included: a short job released in place is
+	// behind it, so it moves after it.
+	runMs, err := q.vestAfterHandout(tr, zl.lane, a.runAt.UnixMilli(), l.ID)
+	if err != nil {
+		return AckResult{}, err
+	}
 	nv := v.marshal()
 	if runMs == zl.vestMs && bytes.Equal(nv, orig.marshal()) {
 		// A short job released where it is: nothing changes (and a retry

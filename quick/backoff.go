@@ -20,9 +20,11 @@ const (
 // returns at once.
 //
 // Why these numbers: a job failing through an outage is retried within one
-// ceiling of its end, and since the ceilings double, that ceiling is no
-// longer than the outage itself so far (a 90 s outage: at most 64 s after),
-// and never more than 10 minutes whatever the outage; the 25 attempts of
+// ceiling of its end, and since the ceilings double while each delay is at
+// least half its ceiling, that ceiling is at most twice the outage so far
+// plus a second (a 90 s outage: at most 128 s after; every delay before
+// the end drawn near its floor gets there), and never more than 10 minutes
+// whatever the outage (TestDefaultBackoffRetriesWithinTwiceTheOutage); the 25 attempts of
 // the default MaxAttempts span 1.4 to 2.8 hours (ceilings 1+2+...+512 s,
 // then 15 x 10 min) before a job is dead-lettered. The former default
 // doubled from 2 s up to an hour.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkZoneJobLife(b *testing.B) {
 			payload := make([]byte, 100)
 			jobs := make([]quick.NewJob, batch)
 			e.enqueue(b, quick.NewJob{TaskType: "email"}) // registers the type
-			if c := e.zclaim(b, quick.ZoneClaimOptions{}); len(c.Jobs) != 1 {
+			if c := e.zclaim(b, quick.ClaimOptions{}); len(c.Jobs) != 1 {
 				b.Fatal("warm-up claim took nothing")
 			}
 			before := e.db.Stats()
@@ -32,7 +33,7 @@ func BenchmarkZoneJobLife(b *testing.B) {
 					jobs[i] = quick.NewJob{TaskType: "email", Payload: payload}
 				}
 				e.enqueue(b, jobs...)
-				res := e.zclaim(b, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: batch}})
+				res := e.zclaim(b, quick.ClaimOptions{Max: batch})
 				done += len(res.Jobs)
 			}
 			if done != b.N*batch {
@@ -45,23 +46,21 @@ func BenchmarkZoneJobLife(b *testing.B) {
 }
 
 // BenchmarkZoneClaimBacklog measures the keys a claim reads per job it
-// takes under a 20k-job backlog of one task type, zones layout (one zone
-// of 1 or 16 lanes) beside the lanes layout (16 lanes), Max 16.
+// takes under a 20k-job backlog of one task type (one zone of 1 or 16
+// lanes), Max 16.
 //
 //	go test -run '^$' -bench 'BenchmarkZoneClaimBacklog' -benchtime 400x ./quick/
 func BenchmarkZoneClaimBacklog(b *testing.B) {
 	const backlog = 20_000
 	for _, c := range []struct {
-		name   string
-		layout quick.Layout
-		lanes  int
+		name  string
+		lanes int
 	}{
-		{"lanes/16", quick.LayoutLanes, 16},
-		{"zones/1", quick.LayoutZones, 1},
-		{"zones/16", quick.LayoutZones, 16},
+		{"zones/1", 1},
+		{"zones/16", 16},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			e := newEnv(b, quick.Options{Layout: c.layout, ZoneLanes: c.lanes, MaxZoneLanes: c.lanes})
+			e := newEnv(b, quick.Options{ZoneLanes: c.lanes, MaxZoneLanes: c.lanes})
 			fill := func() {
 				for range backlog / 1000 {
 					jobs := make([]quick.NewJob, 1000)
@@ -76,12 +75,7 @@ func BenchmarkZoneClaimBacklog(b *testing.B) {
 			var st = e.db.Stats().Sub(e.db.Stats())
 			for b.Loop() {
 				before := e.db.Stats()
-				var n int
-				if c.layout == quick.LayoutZones {
-					n = len(e.zclaim(b, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 16}}).Jobs)
-				} else {
-					n = len(e.claim(b, "w", 16))
-				}
+				n := len(e.zclaim(b, quick.ClaimOptions{Max: 16}).Jobs)
 				st = st.Add(e.db.Stats().Sub(before))
 				took += n
 				if n < 16 {
@@ -97,4 +91,16 @@ func BenchmarkZoneClaimBacklog(b *testing.B) {
 			b.ReportMetric(p.BytesWritten, "byteswritten/job")
 		})
 	}
+}
+
+// reportPerJob reports what st cost per job.
+func reportPerJob(b *testing.B, st kv.Stats, jobs int) {
+	p := st.Per(int64(jobs))
+	b.ReportMetric(p.ReadVersions, "grv/job")
+	b.ReportMetric(p.Reads, "reads/job")
+	b.ReportMetric(p.RangeReads, "rangereads/job")
+	b.ReportMetric(p.KeysRead, "keysread/job")
+	b.ReportMetric(p.Mutations, "mutations/job")
+	b.ReportMetric(p.BytesWritten, "byteswritten/job")
+	b.ReportMetric(p.Commits, "commits/job")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,10 @@ type Filter struct {
 	// State: scheduled, ready or leased; zero means scheduled and ready
 	// (a leased job is cancelled only when asked for by name).
 	State State
-	// ItemSpace, when set, keeps only the jobs of this tenant.
-	ItemSpace string
+	// ItemSpaces, when set, keeps only the jobs of these tenants
+	// ([]string{""}: the jobs enqueued without an ItemSpace); nil keeps
+	// every tenant's.
+	ItemSpaces []string
 	// Priority, when set, keeps only the jobs of this priority.
 	Priority Priority
 	// UniqueKeyPrefix, when set, keeps only jobs whose unique key starts
@@ -38,57 +41,103 @@ type DeadFilter struct {
 	ErrorContains string
 }
 
+// BulkOptions bound one call of a bulk action: a call reads at most
+// ScanBudget keys and acts on at most Limit jobs, then returns a cursor to
+// go on, so that no call does work proportional to the backlog.
+type BulkOptions struct {
+	// Limit is the most jobs acted on; default 1,000.
+	Limit int
+	// ScanBudget is the most keys read looking for matches; default
+	// 5,000 (as List's), at least 16.
+	ScanBudget int
+	// After resumes a scan: pass the previous result's Next (with the same
+	// filter).
+	After Cursor
+}
+
+// BulkResult is what one call of a bulk action did.
+type BulkResult struct {
+	// Done is how many jobs were acted on.
+	Done int
+	// Scanned is how many keys were read looking for them.
+	Scanned int
+	// Next resumes the scan; empty when the scan reached the end.
+	Next Cursor
+}
+
 // BulkBatch is the most jobs one bulk transaction changes.
 const BulkBatch = 100
 
-// CancelMatching cancels the jobs the filter selects, at most limit (0
-// means 10,000), and returns how many. It reads a page of up to BulkBatch
-// jobs (List), then cancels the page's matches in one transaction, so every
-// transaction is bounded whatever the backlog; a job that moved or finished
-// between the two is skipped.
-func (q *Queue) CancelMatching(ctx context.Context, f Filter, limit int) (int, error) {
+const defaultBulkLimit = 1000
+
+func (o BulkOptions) withDefaults() BulkOptions {
+	if o.Limit <= 0 {
+		o.Limit = defaultBulkLimit
+	}
+	if o.ScanBudget <= 0 {
+		o.ScanBudget = defaultListBudget
+	}
+	o.ScanBudget = max(o.ScanBudget, minListBudget)
+	return o
+}
+
+// CancelMatching cancels the live jobs the filter selects, within one
+// call's bounds (BulkOptions), and says how many and where to go on. It
+// lists a page of up to BulkBatch jobs (List, within what is left of the
+// scan budget), then cancels the page's matches in one transaction, each
+// job's key read again inside it (a job that moved, finished or changed so
+// that the filter no longer holds is skipped); so every transaction is
+// bounded whatever the backlog. Jobs of an Untracked task type are
+// cancelled too: the listing says where their keys are.
+//
+// Keys: List's reads; then per job cancelled a read of its job key
+// (serializable), read-conflict keys on it and S (2, "i", id), clears of
+// it, S (2, "i", id), its blobs and unique key, and its outcome when
+// Waitable.
+func (q *Queue) CancelMatching(ctx context.Context, f Filter, o BulkOptions) (BulkResult, error) {
 	if err := validTaskType(f.TaskType); err != nil {
-		return 0, err
+		return BulkResult{}, err
 	}
 	if f.State == StateDead || f.State == StateFinished {
-		return 0, fmt.Errorf("%w: CancelMatching selects scheduled, ready or leased jobs; dead letters go with PurgeDead", ErrInvalidOption)
+		return BulkResult{}, fmt.Errorf("%w: CancelMatching selects scheduled, ready or leased jobs; dead letters go with PurgeDead", ErrInvalidOption)
 	}
-	if limit <= 0 {
-		limit = 10_000
-	}
-	done := 0
-	var after Cursor
-	for done < limit {
-		page, err := q.List(ctx, ListOptions{TaskType: f.TaskType, State: f.State, Limit: min(BulkBatch, limit-done), After: after})
+	o = o.withDefaults()
+	res := BulkResult{Next: o.After}
+	for res.Done < o.Limit && o.ScanBudget-res.Scanned >= minListBudget {
+		page, used, err := q.list(ctx, ListOptions{
+			TaskType: f.TaskType, ItemSpaces: f.ItemSpaces, State: f.State,
+			Limit: min(BulkBatch, o.Limit-res.Done), After: res.Next, ScanBudget: o.ScanBudget - res.Scanned,
+		})
 		if err != nil {
-			return done, fmt.Errorf("quick: cancel matching: %w", err)
+			return res, fmt.Errorf("quick: cancel matching: %w", err)
 		}
-		// List reads schedule keys only: the record's fields (tenant,
-		// unique key) are checked in the batch, after its lookup.
-		var ids []ID
+		res.Scanned += used
+		var jobs []JobInfo
 		for _, j := range page.Jobs {
-			if f.State != 0 || j.State != StateLeased {
-				ids = append(ids, j.ID)
+			if f.matches(j) {
+				jobs = append(jobs, j)
 			}
 		}
-		n, err := q.cancelBatch(ctx, ids, f)
-		done += n
+		n, err := q.cancelBatch(ctx, jobs, f)
+		res.Done += n
 		if err != nil {
-			return done, err
+			return res, err
 		}
+		res.Next = page.Next
 		if page.Next == "" {
 			break
 		}
-		after = page.Next
 	}
-	return done, nil
+	return res, nil
 }
 
 func (f Filter) matches(j JobInfo) bool {
 	switch {
 	case f.State == 0 && j.State == StateLeased:
 		return false
-	case f.ItemSpace != "" && j.ItemSpace != f.ItemSpace:
+	case f.State != 0 && j.State != f.State:
+		return false
+	case f.ItemSpaces != nil && !slices.Contains(f.ItemSpaces, j.ItemSpace):
 		return false
 	case f.Priority != 0 && j.Priority != f.Priority:
 		return false
@@ -98,27 +147,43 @@ func (f Filter) matches(j JobInfo) bool {
 	return true
 }
 
-// cancelBatch cancels jobs in one transaction, each looked up again inside
-// it (a job that changed so that the filter no longer holds is skipped).
-func (q *Queue) cancelBatch(ctx context.Context, ids []ID, f Filter) (int, error) {
-	if len(ids) == 0 {
+// cancelBatch cancels listed jobs in one transaction, each job key read
+// again inside it: one that is gone (claimed, moved, finished) or changed
+// so that the filter no longer holds is skipped.
+func (q *Queue) cancelBatch(ctx context.Context, jobs []JobInfo, f Filter) (int, error) {
+	if len(jobs) == 0 {
 		return 0, nil
 	}
 	n := 0
 	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
 		n = 0
-		for _, id := range ids {
-			info, key, err := q.lookup(tr.Snapshot(), id)
-			if IsNotFound(err) {
-				continue
-			}
+		nowMs := q.Now().UnixMilli()
+		keys := make([][]byte, len(jobs))
+		reads := make([]kv.Future[[]byte], len(jobs))
+		for i, j := range jobs {
+			keys[i] = j.zl.key(j.ID)
+			reads[i] = tr.Get(keys[i])
+		}
+		for i, j := range jobs {
+			v, err := reads[i].Get()
 			if err != nil {
 				return err
 			}
-			if info.State == StateFinished || info.State == StateDead || !f.matches(info) || (f.State != 0 && info.State != f.State) {
+			if v == nil {
 				continue
 			}
-			if err := q.cancelTx(tr, info, key); err != nil {
+			var zv zjobValue
+			if zv.unmarshal(v) != nil {
+				continue // a claim that meets it quarantines it
+			}
+			r := *j.zl
+			r.v = zv
+			info := zinfo(r.lane, zjobKey{Priority: r.lane.prio, Lane: r.lane.lane, VestMs: r.vestMs, ID: j.ID}, &zv, nil, nowMs)
+			info.zl = &r
+			if !f.matches(info) {
+				continue
+			}
+			if err := q.cancelZoneTx(tr, info, keys[i]); err != nil {
 				return err
 			}
 			n++
@@ -132,23 +197,28 @@ func (q *Queue) cancelBatch(ctx context.Context, ids []ID, f Filter) (int, error
 }
 
 // RequeueMatching runs again, now and with attempts reset, the dead letters
-// the filter selects, at most limit (0 means 10,000), and returns how many.
-// Like CancelMatching it works a page of up to BulkBatch dead letters per
-// transaction.
-func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, limit int) (int, error) {
+// the filter selects, within one call's bounds (BulkOptions), and says how
+// many and where to go on. Like CancelMatching it works a page of up to
+// BulkBatch dead letters per transaction; each dead letter listed costs two
+// keys of the scan budget (its index entry and its record).
+//
+// Keys: ListDead's reads; then per job requeued Requeue's.
+func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, o BulkOptions) (BulkResult, error) {
 	if err := validTaskType(f.TaskType); err != nil {
-		return 0, err
+		return BulkResult{}, err
 	}
-	if limit <= 0 {
-		limit = 10_000
-	}
-	done := 0
-	var after Cursor
-	for done < limit {
-		page, err := q.ListDead(ctx, ListDeadOptions{TaskType: f.TaskType, Limit: min(BulkBatch, limit-done), After: after})
-		if err != nil {
-			return done, fmt.Errorf("quick: requeue matching: %w", err)
+	o = o.withDefaults()
+	res := BulkResult{Next: o.After}
+	for res.Done < o.Limit {
+		limit := min(BulkBatch, o.Limit-res.Done, (o.ScanBudget-res.Scanned)/2)
+		if limit <= 0 {
+			break
 		}
+		page, err := q.ListDead(ctx, ListDeadOptions{TaskType: f.TaskType, Limit: limit, After: res.Next})
+		if err != nil {
+			return res, fmt.Errorf("quick: requeue matching: %w", err)
+		}
+		res.Scanned += 2 * len(page.Jobs)
 		var ids []ID
 		for _, j := range page.Jobs {
 			if f.matches(j) {
@@ -172,16 +242,16 @@ func (q *Queue) RequeueMatching(ctx context.Context, f DeadFilter, limit int) (i
 				return nil
 			})
 			if err != nil {
-				return done, fmt.Errorf("quick: requeue matching: %w", err)
+				return res, fmt.Errorf("quick: requeue matching: %w", err)
 			}
-			done += n
+			res.Done += n
 		}
+		res.Next = page.Next
 		if page.Next == "" {
 			break
 		}
-		after = page.Next
 	}
-	return done, nil
+	return res, nil
 }
 
 func (f DeadFilter) matches(j JobInfo) bool {

@@ -3,13 +3,14 @@ package quick
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Claims from the zones layout (zone.go has the design).
+// Claims (zone.go has the design, consumer.go the API).
 //
 // A claim takes one lane from the task type's pointer index (acquire: read
 // a few pointers from a random place in the oldest vested second, pick one
@@ -27,14 +28,14 @@ import (
 // quarantined, without a slot) do not shrink the batch.
 const zclaimAllowance = 3
 
-// Bounds of one zones claim by construction (issue 22, item 5): whatever
-// Max and MaxBytes ask, a claim reads at most zclaimMaxJobs+1+
-// zclaimAllowance job keys and its budget (claimBudget, against
-// min(MaxBytes, zclaimTxBytes)) counts, per job, what its transaction
-// carries (zclaimJobBytes): the payload and checkpoint returned, and the
-// keys it clears and sets, the value it rewrites (unique key and last
-// error included) and the conflict ranges it adds. FDB refuses a
-// transaction over 10 MB (2101) on every retry.
+// Bounds of one claim by construction (issue 22, item 5): whatever Max
+// and MaxBytes ask, a claim reads at most zclaimMaxJobs+1+zclaimAllowance
+// job keys and its budget (claimBudget, against min(MaxBytes,
+// zclaimTxBytes)) counts, per job, what its transaction carries
+// (zclaimJobBytes): the payload and checkpoint returned, and the keys it
+// clears and sets, the value it rewrites (unique key and last error
+// included) and the conflict ranges it adds. FDB refuses a transaction over
+// 10 MB (2101) on every retry.
 const (
 	zclaimMaxJobs = 1000
 	zclaimTxBytes = 5 << 20
@@ -53,11 +54,12 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 	return 7*len(key) + vlen + len(holder) + 64
 }
 
-// ClaimZone leases up to opts.Max (at most 1000) vested jobs of a task
-// type from the zones layout, within opts.MaxBytes (at most 5 MB), which
-// here counts the keys and values the claim writes and its conflict ranges
-// besides the payloads and checkpoints it returns: it takes a lane from the pointer index (or continues on
-// opts.Pointer), takes that lane's vested jobs with per-job leases, and
+// Claim leases up to opts.Max (at most 1000) vested jobs of a task type,
+// within opts.MaxBytes (at most 5 MB), which here counts the keys and
+// values the claim writes and its conflict ranges besides the payloads and
+// checkpoints it returns: it takes a lane from the pointer index (or
+// continues on opts.Lane), takes that lane's vested jobs with per-job
+// leases, and
 // hands the lane back with its next vesting time unless opts.Keep holds it.
 //
 // A lane holds jobs of one priority: acquire takes High lanes before
@@ -69,8 +71,8 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // Lapsed) is worked by takeShort instead.
 //
 // The result: Jobs taken; More when the lane still has vested jobs (come
-// back at once); Pointer when Keep held the lane (pass it as
-// opts.Pointer); NextVest, when no job was taken, the vesting time of the
+// back at once); Lane when Keep held the lane (pass it as
+// opts.Lane); NextVest, when no job was taken, the vesting time of the
 // earliest pointer seen (sleep until then), or now when the lane taken or
 // the pointers cleared as stale yielded nothing but another look may find
 // work; zero when the index holds no pointer.
@@ -84,7 +86,7 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // type, prio), the head and the oldest vested second, limited to Peek; a
 // snapshot read of the picked lane's state, a
 // read-conflict key on the chosen lane state, writes of it and its
-// pointer) or, with opts.Pointer, a read of its lane state; a snapshot
+// pointer) or, with opts.Lane, a read of its lane state; a snapshot
 // range read of Z (0, prio, lane) of at most Max+1+zclaimAllowance keys
 // and a snapshot read of Z (2); snapshot reads of Z (3, id) and Z (4, id)
 // for jobs whose payload or checkpoint is not inline; per job taken a
@@ -93,15 +95,16 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // time, and the lane state and pointer written or cleared (releaseLane).
 // In short-job mode, takeShort's keys instead; and a takeover of a lapsed
 // short-job lease first those of countLapsedShort.
-func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaimed, error) {
-	opts, err := q.zclaimDefaults(opts)
+func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
+	q := c.q
+	opts, err := q.claimDefaults(opts)
 	if err != nil {
-		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
-	var res ZoneClaimed
+	var res Claimed
 	now := q.Now()
 	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		if err := setClaimOptions(tr, opts.ClaimOptions); err != nil {
+		if err := setClaimOptions(tr, opts); err != nil {
 			return err
 		}
 		// An earlier attempt may have committed: its dead letters are
@@ -125,10 +128,10 @@ func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaim
 		}
 		r, err := q.claimZoneTx(tr, opts, now)
 		if err != nil {
-			if maybeCommitted && opts.Pointer != nil && IsPointerLost(err) {
+			if maybeCommitted && opts.Lane != nil && IsLaneLost(err) {
 				// The earlier attempt handed the lane back; it took
 				// nothing still held.
-				res = ZoneClaimed{Claimed: Claimed{deadIDs: carried, DeadLettered: len(carried)}}
+				res = Claimed{deadIDs: carried, DeadLettered: len(carried)}
 				return nil
 			}
 			return err
@@ -140,17 +143,17 @@ func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaim
 	})
 	if err != nil {
 		if kv.IsMaybeCommitted(err) {
-			if opts.Pointer != nil {
+			if opts.Lane != nil {
 				// The caller held this lane before the claim and holds it
 				// still, whatever the claim did: in short-job mode the
 				// jobs it handed out earlier run under it, and handing it
 				// back would let another worker run them again at once.
 				// Only the caller may hand it back.
-				res.Pointer = nil
+				res.Lane = nil
 			}
 			q.releaseZoneUnknown(ctx, res, opts.Timeout)
 		}
-		return ZoneClaimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	return res, nil
 }
@@ -159,46 +162,61 @@ func (q *Queue) ClaimZone(ctx context.Context, opts ZoneClaimOptions) (ZoneClaim
 // have taken (see releaseUnknown): its leases, and the lane it kept.
 // Where the claim did not commit the token checks fail and nothing
 // changes.
-func (q *Queue) releaseZoneUnknown(ctx context.Context, res ZoneClaimed, timeout time.Duration) {
+func (q *Queue) releaseZoneUnknown(ctx context.Context, res Claimed, timeout time.Duration) {
 	if len(res.Jobs) > 0 {
 		q.releaseUnknown(ctx, res.Jobs, timeout)
 	}
-	if res.Pointer != nil {
+	if res.Lane != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		if err := q.ReleasePointer(rctx, *res.Pointer); err != nil && !IsPointerLost(err) {
+		if err := q.Consumer().ReleaseLane(rctx, *res.Lane); err != nil && !IsLaneLost(err) {
 			q.opts.Logger.Warn("quick: could not hand back the lane of a claim whose outcome is unknown; it returns when its lease lapses",
-				"lane", res.Pointer.lane.String(), "err", err)
+				"lane", res.Lane.lane.String(), "err", err)
 		}
 	}
 }
 
-// zclaimDefaults fills in ClaimZone's defaults as claimDefaults does
-// (Lanes and ScanLimit do not apply) and checks opts.Pointer.
-func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
-	co := o.ClaimOptions
-	co.Lanes, co.ScanLimit = []int{}, 1
-	co, err := q.claimDefaults(co)
-	if err != nil {
+// claimDefaults fills in a claim's defaults and checks its options.
+func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
+	if err := validTaskType(o.TaskType); err != nil {
 		return o, err
 	}
-	co.Lanes, co.ScanLimit = nil, 0
-	if co.Max > zclaimMaxJobs && !mutant.On("quick.claim-max") {
-		co.Max = zclaimMaxJobs // More says when the lane had more
+	if o.Holder == "" || len(o.Holder) > maxHolderLen {
+		return o, fmt.Errorf("%w: claim needs a Holder of 1 to %d bytes", ErrInvalidOption, maxHolderLen)
 	}
-	o.ClaimOptions = co
+	if o.Max <= 0 {
+		o.Max = 1
+	}
+	if o.Lease == 0 {
+		o.Lease = defaultLease
+	}
+	if err := q.checkLease(o.Lease); err != nil {
+		return o, err
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 4 << 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if len(o.Tag) > MaxTagLen {
+		return o, fmt.Errorf("%w: tag %q is over %d bytes", ErrInvalidOption, o.Tag, MaxTagLen)
+	}
+	if o.Max > zclaimMaxJobs && !mutant.On("quick.claim-max") {
+		o.Max = zclaimMaxJobs // More says when the lane had more
+	}
 	if o.Peek < 0 {
 		return o, fmt.Errorf("%w: negative Peek %d", ErrInvalidOption, o.Peek)
 	}
 	if o.Peek == 0 {
 		o.Peek = defaultPeek
 	}
-	if p := o.Pointer; p != nil {
+	if p := o.Lane; p != nil {
 		if p.token == 0 || p.lane.z.space.Bytes() == nil {
-			return o, fmt.Errorf("%w: the Pointer was not returned by ClaimZone", ErrInvalidOption)
+			return o, fmt.Errorf("%w: the Lane was not returned by a claim", ErrInvalidOption)
 		}
 		if p.TaskType != o.TaskType {
-			return o, fmt.Errorf("%w: the Pointer is a lane of %q, not %q", ErrInvalidOption, p.TaskType, o.TaskType)
+			return o, fmt.Errorf("%w: the Lane is a lane of %q, not %q", ErrInvalidOption, p.TaskType, o.TaskType)
 		}
 	}
 	return o, nil
@@ -218,10 +236,10 @@ func (q *Queue) zclaimDefaults(o ZoneClaimOptions) (ZoneClaimOptions, error) {
 //
 // Keys: for short-job mode, reads Z (1, prio, lane) and Z (5, prio, lane)
 // (serializable); then those of zstillHeld.
-func (q *Queue) zclaimedBefore(tr kv.Transaction, res ZoneClaimed) ([]Lease, error) {
-	if p := res.Pointer; p != nil && p.Short && !p.Lapsed {
+func (q *Queue) zclaimedBefore(tr kv.Transaction, res Claimed) ([]Lease, error) {
+	if p := res.Lane; p != nil && p.Short && !p.Lapsed {
 		s, err := q.checkHold(tr, p)
-		if IsPointerLost(err) || err == nil && s.PtrMs != p.Deadline.UnixMilli() {
+		if IsLaneLost(err) || err == nil && s.PtrMs != p.Deadline.UnixMilli() {
 			return nil, nil
 		}
 		if err != nil {
@@ -262,13 +280,13 @@ func (q *Queue) zstillHeld(tr kv.Transaction, ls []Lease) ([]Lease, error) {
 	return out, nil
 }
 
-// claimZoneTx is one attempt of ClaimZone.
-func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.Time) (ZoneClaimed, error) {
-	var res ZoneClaimed
-	var p PointerLease
+// claimZoneTx is one attempt of Claim.
+func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time) (Claimed, error) {
+	var res Claimed
+	var p LaneLease
 	var read *laneRead // the lane's keys, read beside its state by acquire
-	if opts.Pointer != nil {
-		p = *opts.Pointer
+	if opts.Lane != nil {
+		p = *opts.Lane
 		if !p.Short || p.Lapsed {
 			// A kept lane claimed with per-job leases: read its keys beside
 			// its state, one round trip instead of two per claim of a
@@ -282,15 +300,15 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 			}
 			return res, err
 		}
-		// The lane stays this worker's for another PointerLease, renewed
+		// The lane stays this worker's for another LaneLease, renewed
 		// only once half of it is spent: a renewal writes the lane state,
 		// which every short-job ack of the lane reads serializably, so
 		// renewing on every claim made the lane's acks in flight conflict
 		// (0.01-0.02 conflicts per job, measured with the worker's drain
 		// benchmark) for no gain.
-		if s.PtrMs-now.UnixMilli() < q.opts.PointerLease.Milliseconds()/2 && !mutant.On("quick.keep-renew") {
+		if s.PtrMs-now.UnixMilli() < q.opts.LaneLeaseTime.Milliseconds()/2 && !mutant.On("quick.keep-renew") {
 			old := s.PtrMs
-			deadline := now.Add(q.opts.PointerLease).Truncate(time.Millisecond)
+			deadline := now.Add(q.opts.LaneLeaseTime).Truncate(time.Millisecond)
 			s.PtrMs = deadline.UnixMilli()
 			q.movePointer(tr, p.lane, old, s)
 			p.Deadline = deadline
@@ -303,7 +321,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 		var nextMs int64
 		var err error
 		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
-		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.PointerLease, short, now, pre)
+		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre)
 		if err != nil {
 			return res, err
 		}
@@ -342,9 +360,9 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ZoneClaimOptions, now time.T
 	} else {
 		err = q.claimLane(tr, opts, &p, now, &res, read)
 	}
-	if err == nil && res.Pointer != nil {
+	if err == nil && res.Lane != nil {
 		// The claim keeps the lane: write the lease acquire took.
-		q.saveHold(tr, res.Pointer)
+		q.saveHold(tr, res.Lane)
 	}
 	return res, err
 }
@@ -363,7 +381,7 @@ type zcand struct {
 // readLane issues the reads a claim makes of lane l: as takeShort reads a
 // fresh lane (short) or as claimLane does. acquire issues them beside the
 // lane's state.
-func (q *Queue) readLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, short bool, now time.Time) *laneRead {
+func (q *Queue) readLane(tr kv.Transaction, opts ClaimOptions, l laneRef, short bool, now time.Time) *laneRead {
 	snap := tr.Snapshot()
 	if short {
 		return &laneRead{l: l, short: true, rr: snap.GetRange(shortRange(l, nil, now.UnixMilli()), kv.RangeOptions{Limit: shortLimit(opts) + 1})}
@@ -379,7 +397,7 @@ func (q *Queue) readLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, sh
 // dead-letters the exhausted ones, quarantines what does not decode, and
 // hands the lane back (or keeps it: opts.Keep and More). read is the lane
 // read already in flight (readLane), or nil.
-func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed, read *laneRead) error {
+func (q *Queue) claimLane(tr kv.Transaction, opts ClaimOptions, p *LaneLease, now time.Time, res *Claimed, read *laneRead) error {
 	l := p.lane
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
@@ -465,6 +483,23 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		}
 		q.quarantineRaw(tr, now, e.key, e.value, e.err)
 	}
+	if hooked := len(res.deadIDs) > 0 && q.hasDeadHook(opts.TaskType); hooked {
+		// A dead-letter hook ran in this transaction and may have placed
+		// jobs in this very lane (an enqueue of the same task type and
+		// tenant). Its cover saw the lane as it was before this claim
+		// (the lease is written at the end) and may have moved the
+		// pointer, and this claim's read of the lane came before the job.
+		// Read the lane's state and first key again, through the
+		// transaction (its own writes show), so that the hand-back
+		// neither strands the job nor leaves a second pointer.
+		fut, err := q.rereadLane(tr, p, l, nowMs)
+		if err != nil {
+			return err
+		}
+		if fut >= 0 && (future < 0 || fut < future) {
+			future = fut
+		}
+	}
 	res.More = leftVested
 	if len(res.Jobs) == 0 && !res.More {
 		// The lane's pointer vested before its jobs (a lease renewed or a
@@ -492,7 +527,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 	}
 	if opts.Keep && res.More {
 		kept := *p
-		res.Pointer = &kept
+		res.Lane = &kept
 		return nil
 	}
 	next := int64(-1)
@@ -515,7 +550,7 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 
 // takeZoneJob leases one vested job (or dead-letters it when its attempts
 // are spent), within the budget; false when it did not fit.
-func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, now, deadline time.Time, c zcand, b *claimBudget, res *ZoneClaimed) (bool, error) {
+func (q *Queue) takeZoneJob(tr kv.Transaction, opts ClaimOptions, l laneRef, now, deadline time.Time, c zcand, b *claimBudget, res *Claimed) (bool, error) {
 	payload, ckpt := c.v.Payload, c.v.Checkpoint
 	var err error
 	if c.pf != nil {
@@ -579,7 +614,7 @@ func (q *Queue) takeZoneJob(tr kv.Transaction, opts ZoneClaimOptions, l laneRef,
 		Payload: payload, Checkpoint: ckpt, Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts),
 		CreatedAt: time.UnixMilli(created), VestedAt: time.UnixMilli(c.jk.VestMs),
 		Deadline: deadline.Truncate(time.Millisecond), Holder: opts.Holder, LastError: v.LastError,
-		lane: l.lane, zl: &zoneLease{lane: l, vestMs: vestMs, v: v},
+		zl: &zoneLease{lane: l, vestMs: vestMs, v: v},
 	})
 	return true, nil
 }
@@ -590,4 +625,168 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+const defaultLease = 30 * time.Second
+
+func (q *Queue) checkLease(d time.Duration) error {
+	if d < MinLease {
+		return fmt.Errorf("%w: %v is under %v, unsafe against FDB's 5 s transaction limit", ErrInvalidLease, d, MinLease)
+	}
+	if d > q.opts.MaxLease {
+		return fmt.Errorf("%w: %v is over the queue's MaxLease %v", ErrInvalidLease, d, q.opts.MaxLease)
+	}
+	return nil
+}
+
+// Bounds of one claim transaction, besides MaxBytes (which counts the
+// payloads and checkpoints taken and the records rewritten).
+const (
+	// claimRewriteBytes caps the bytes a claim rewrites for the jobs it
+	// dead-letters and the entries it quarantines, whatever MaxBytes says,
+	// far under FDB's 10 MB; at least one is always handled.
+	claimRewriteBytes = 1 << 20
+	// claimRounds caps the round trips a claim spends reading records when
+	// some turn out corrupt and their slots are refilled.
+	claimRounds = 4
+	// deadLetterOverhead bounds what a dead letter writes besides the
+	// record: the dead-letter key, the counter, index clears, error text.
+	deadLetterOverhead = 4 << 10
+)
+
+// releaseUnknown hands back the leases of a claim that ended without
+// knowing whether it committed (its context ended while a commit was in
+// flight, or its timeouts struck every recovery): nobody will run them, and
+// left leased they would lapse with an attempt spent, so that a job with one
+// attempt would be dead-lettered without ever running. A release spends no
+// attempt and changes nothing where the claim did not commit (the token
+// check fails). It runs on its own short deadline, since ctx may be over.
+func (q *Queue) releaseUnknown(ctx context.Context, ls []Lease, timeout time.Duration) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	acks := make([]Ack, len(ls))
+	for i, l := range ls {
+		acks[i] = Ack{Lease: l, Kind: AckRelease}
+	}
+	// Lost leases are expected (the claim may not have committed); only a
+	// failed transaction leaves leases to lapse.
+	if res, err := q.Ack(rctx, acks...); err != nil && len(res) < len(acks) {
+		q.opts.Logger.Warn("quick: could not release the leases of a claim whose outcome is unknown; they vest again when they lapse",
+			"jobs", len(ls), "err", err)
+	}
+}
+
+func setClaimOptions(tr kv.Transaction, opts ClaimOptions) error {
+	o := tr.Options()
+	if err := o.SetTimeout(opts.Timeout.Milliseconds()); err != nil {
+		return err
+	}
+	if opts.BatchPriority {
+		if err := o.SetPriorityBatch(); err != nil {
+			return err
+		}
+	}
+	if opts.Tag != "" {
+		if err := o.SetTag(opts.Tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deadAt returns the jobs among ids that were dead-lettered at now: by an
+// earlier attempt of this claim, since now is fixed per call.
+func (q *Queue) deadAt(tr kv.Transaction, ids []ID, now time.Time) ([]ID, error) {
+	fs := make([]kv.Future[[]byte], len(ids))
+	for i, id := range ids {
+		fs[i] = tr.Snapshot().Get(q.k.jobKey(id))
+	}
+	var out []ID
+	for i, f := range fs {
+		v, err := f.Get()
+		if err != nil {
+			return nil, err
+		}
+		var rec record
+		if v != nil && rec.unmarshal(v) == nil && rec.State == stateDead && rec.DeadAtMs == now.UnixMilli() {
+			out = append(out, ids[i])
+		}
+	}
+	return out, nil
+}
+
+// claimBudget tracks what a claim has spent: payload and checkpoint bytes
+// taken plus record bytes rewritten against MaxBytes, and rewritten bytes
+// against claimRewriteBytes. full is set once something did not fit.
+type claimBudget struct {
+	max, spent, rewritten int
+	handled               bool // a job taken or an entry rewritten
+	full                  bool
+}
+
+// fits reports whether cost more bytes fit (rewrite: bytes written for a
+// dead letter or quarantine), and spends them if so. The first job or
+// rewrite always fits, so a claim always makes progress.
+func (b *claimBudget) fits(cost int, rewrite bool) bool {
+	if b.handled && (b.spent+cost > b.max || (rewrite && b.rewritten+cost > claimRewriteBytes)) {
+		b.full = true
+		return false
+	}
+	b.handled = true
+	b.spent += cost
+	if rewrite {
+		b.rewritten += cost
+	}
+	return true
+}
+
+func newToken() uint64 {
+	for {
+		if t := rand.Uint64(); t != 0 {
+			return t
+		}
+	}
+}
+
+// corruptEntry is an entry of a lane that does not decode: its key does
+// not parse, or its value does not decode. Claims quarantine it.
+type corruptEntry struct {
+	key, value []byte
+	err        error
+}
+
+// conflictOn makes the claim conflict with any other transaction that
+// changes key meanwhile: two claims of one job cannot both commit.
+func (q *Queue) conflictOn(tr kv.Transaction, key []byte) error {
+	if mutant.On("quick.conflict-range") {
+		return nil
+	}
+	return tr.AddReadConflictKey(key)
+}
+
+// rereadLane reads lane l's state and first key again in tr, after a
+// dead-letter hook wrote in it (claimLane): a pointer a hook's enqueue moved
+// becomes where p's unsaved lease moves from, and the first key's vesting
+// time (now at the earliest) is returned, -1 for an empty lane.
+//
+// Keys: snapshot reads of Z (1, prio, lane) and of the lane's first key;
+// both see the transaction's own writes.
+func (q *Queue) rereadLane(tr kv.Transaction, p *LaneLease, l laneRef, nowMs int64) (int64, error) {
+	sf := tr.Snapshot().Get(l.stateKey())
+	_, vestMs, err := q.laneFirst(tr, l, nowMs)
+	if err != nil {
+		return 0, err
+	}
+	sv, err := sf.Get()
+	if err != nil {
+		return 0, err
+	}
+	var st laneState
+	if p.unsaved && sv != nil && st.unmarshal(sv) == nil && !st.leased() {
+		p.fromMs = st.PtrMs
+	}
+	if vestMs < 0 {
+		return -1, nil
+	}
+	return max(vestMs, nowMs), nil
 }

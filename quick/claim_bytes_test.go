@@ -15,7 +15,7 @@ import (
 // ranges it adds per key, and Max is capped. memkv fails a commit over
 // FDB's 10 MB with 2101 (transaction_too_large), as FDB does.
 func TestZoneClaimOfLongNamesAndErrorsCommits(t *testing.T) {
-	e := newZEnv(t, Options{Layout: LayoutZones, ZoneLanes: 1}, nil)
+	e := newZEnv(t, Options{ZoneLanes: 1}, nil)
 	tenant := strings.Repeat("t", MaxItemSpaceLen)
 	lastErr := strings.Repeat("e", 2000)
 	const n = 4000
@@ -45,7 +45,7 @@ func TestZoneClaimOfLongNamesAndErrorsCommits(t *testing.T) {
 	// Max of keys and writes about 1 MB, whatever the jobs' names and
 	// errors.
 	before := e.db.Stats()
-	res, err := e.q.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: n, MaxBytes: 1 << 20, Lease: time.Minute}})
+	res, err := e.q.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: n, MaxBytes: 1 << 20, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestZoneClaimOfLongNamesAndErrorsCommits(t *testing.T) {
 		if claims > 100 {
 			t.Fatalf("%d claims took %d of %d jobs", claims, len(seen), n)
 		}
-		res, err := e.q.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: strings.Repeat("h", maxHolderLen), Max: n, Lease: time.Minute}})
+		res, err := e.q.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: strings.Repeat("h", maxHolderLen), Max: n, Lease: time.Minute})
 		if err != nil {
 			t.Fatalf("a claim of Max %d after %d jobs: %v", n, len(seen), err)
 		}

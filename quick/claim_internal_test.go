@@ -26,7 +26,7 @@ func newZCEnv(t testing.TB, opts Options) *zcEnv {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	db := kv.WithCounters(raw)
 	clk := clock.NewFake(zcEpoch)
-	opts.Clock, opts.Layout = clk, LayoutZones
+	opts.Clock = clk
 	ctx := context.Background()
 	q, err := Open(ctx, db, space, opts)
 	if err != nil {
@@ -44,7 +44,7 @@ func (e *zcEnv) enqueue(t testing.TB, jobs ...NewJob) []Enqueued {
 	return res
 }
 
-func (e *zcEnv) claim(t testing.TB, o ZoneClaimOptions) ZoneClaimed {
+func (e *zcEnv) claim(t testing.TB, o ClaimOptions) Claimed {
 	t.Helper()
 	if o.TaskType == "" {
 		o.TaskType = "email"
@@ -55,7 +55,7 @@ func (e *zcEnv) claim(t testing.TB, o ZoneClaimOptions) ZoneClaimed {
 	if o.Lease == 0 {
 		o.Lease = time.Minute
 	}
-	res, err := e.q.ClaimZone(e.ctx, o)
+	res, err := e.q.Consumer().Claim(e.ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestZoneStalePointersAreCleared(t *testing.T) {
 	})
 	var got []ID
 	for range 5 {
-		c := e.claim(t, ZoneClaimOptions{Peek: 1})
+		c := e.claim(t, ClaimOptions{Peek: 1})
 		for _, l := range c.Jobs {
 			got = append(got, l.ID)
 		}
@@ -159,7 +159,7 @@ func TestZoneCorruptEntriesDoNotBlockHealthyWork(t *testing.T) {
 	})
 	got := map[ID]bool{}
 	for range 6 {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+		c := e.claim(t, ClaimOptions{Max: 10})
 		for _, l := range c.Jobs {
 			got[l.ID] = true
 		}
@@ -218,13 +218,13 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	}
 	// A short burst that the claim drains at once grows nothing; a
 	// backlog that has waited a second does.
-	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+	c := e.claim(t, ClaimOptions{Max: 10})
 	if !c.More || lanesOf() != 1 {
 		t.Fatalf("a fresh backlog grew the zone to %d lanes", lanesOf())
 	}
 	leased := c.Jobs
 	e.clk.Advance(2 * time.Second)
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+	c = e.claim(t, ClaimOptions{Max: 10})
 	if len(c.Jobs) != 10 || lanesOf() != 2 {
 		t.Fatalf("a backlog waiting 2 s: %d jobs, the zone at %d lanes, want 10 and 2", len(c.Jobs), lanesOf())
 	}
@@ -237,7 +237,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	if n := e.pointers(t, "email"); n != 2 {
 		t.Fatalf("%d pointers after the growing claim, want 2 (lane 0 and the chunk in lane 1)", n)
 	}
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+	c = e.claim(t, ClaimOptions{Max: 10})
 	leased = append(leased, c.Jobs...)
 	if len(c.Jobs) != 10 || c.Jobs[0].Lane() != 1 || lanesOf() != 2 {
 		t.Fatalf("a claim of the chunk took %d jobs (first in lane %d), the zone at %d lanes; want 10 from lane 1, 2 lanes",
@@ -276,7 +276,7 @@ func TestZoneLaneGrowthAndResizeInFlight(t *testing.T) {
 	}
 	e.clk.Advance(time.Minute)
 	for range 200 {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10, Lease: 10 * time.Minute}})
+		c := e.claim(t, ClaimOptions{Max: 10, Lease: 10 * time.Minute})
 		for _, l := range c.Jobs {
 			seen[l.ID]++
 		}
@@ -314,28 +314,28 @@ func TestZoneKeepContinuesOnTheLane(t *testing.T) {
 	e.enqueue(t, jobs...)
 	e.clk.Advance(pointerBucketMs * time.Millisecond) // a's pointer comes first: a second earlier
 	e.enqueue(t, NewJob{TaskType: "email", ItemSpace: "b"})
-	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}, Keep: true, Peek: 1})
-	if c.Pointer == nil || !c.More || c.Pointer.ItemSpace != "a" || len(c.Jobs) != 10 {
-		t.Fatalf("claim with Keep = %d jobs, more %v, pointer %+v", len(c.Jobs), c.More, c.Pointer)
+	c := e.claim(t, ClaimOptions{Max: 10, Keep: true, Peek: 1})
+	if c.Lane == nil || !c.More || c.Lane.ItemSpace != "a" || len(c.Jobs) != 10 {
+		t.Fatalf("claim with Keep = %d jobs, more %v, pointer %+v", len(c.Jobs), c.More, c.Lane)
 	}
-	p := c.Pointer
+	p := c.Lane
 	total := len(c.Jobs)
 	for p != nil {
-		c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}, Keep: true, Pointer: p})
+		c = e.claim(t, ClaimOptions{Max: 10, Keep: true, Lane: p})
 		total += len(c.Jobs)
 		for _, l := range c.Jobs {
 			if l.ItemSpace != "a" {
 				t.Fatalf("a claim through the pointer took a job of %q", l.ItemSpace)
 			}
 		}
-		p = c.Pointer
+		p = c.Lane
 	}
 	if total != 25 {
 		t.Fatalf("took %d jobs through the kept lane, want 25", total)
 	}
 	// A lapsed lane lease taken over by another is lost to its holder.
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1}, Keep: true})
-	if c.Pointer != nil {
+	c = e.claim(t, ClaimOptions{Max: 1, Keep: true})
+	if c.Lane != nil {
 		t.Fatalf("a lane with no more vested jobs was kept: %+v", c)
 	}
 	more := make([]NewJob, 5)
@@ -343,14 +343,14 @@ func TestZoneKeepContinuesOnTheLane(t *testing.T) {
 		more[i] = NewJob{TaskType: "email", ItemSpace: "c"}
 	}
 	e.enqueue(t, more...)
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1}, Keep: true})
-	if c.Pointer == nil {
+	c = e.claim(t, ClaimOptions{Max: 1, Keep: true})
+	if c.Lane == nil {
 		t.Fatal("no pointer kept")
 	}
-	e.clk.Advance(e.q.opts.PointerLease)
-	e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1, Holder: "other"}})
-	if _, err := e.q.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}, Pointer: c.Pointer}); !IsPointerLost(err) {
-		t.Fatalf("claim through a lane lease taken over = %v, want ErrPointerLost", err)
+	e.clk.Advance(e.q.opts.LaneLeaseTime)
+	e.claim(t, ClaimOptions{Max: 1, Holder: "other"})
+	if _, err := e.q.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute, Lane: c.Lane}); !IsLaneLost(err) {
+		t.Fatalf("claim through a lane lease taken over = %v, want ErrLaneLost", err)
 	}
 }
 
@@ -368,7 +368,7 @@ func TestZoneClaimRecognisesItsOwnCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := truth.enqueue(t, NewJob{TaskType: "email", MaxAttempts: 1}, NewJob{TaskType: "email"})
-			c, err := q.ClaimZone(truth.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute, Timeout: time.Second}})
+			c, err := q.Consumer().Claim(truth.ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute, Timeout: time.Second})
 			if err != nil || len(c.Jobs) != 2 {
 				t.Fatalf("claim = %+v, %v", c, err)
 			}
@@ -387,7 +387,7 @@ func TestZoneClaimRecognisesItsOwnCommit(t *testing.T) {
 			// One attempt spent each: the one-attempt job is dead-lettered
 			// once its lease lapses, not before.
 			truth.clk.Advance(time.Minute)
-			again := truth.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+			again := truth.claim(t, ClaimOptions{Max: 10})
 			if again.DeadLettered != 1 || len(again.Jobs) != 1 || again.Jobs[0].ID != res[1].ID || again.Jobs[0].Attempt != 2 {
 				t.Fatalf("after the lapse = %+v", again)
 			}
@@ -405,9 +405,9 @@ func TestZoneClaimRecognisesItsOwnDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	truth.enqueue(t, NewJob{TaskType: "email", MaxAttempts: 1})
-	truth.claim(t, ZoneClaimOptions{})
+	truth.claim(t, ClaimOptions{})
 	truth.clk.Advance(time.Minute)
-	c, err := q.ClaimZone(truth.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}})
+	c, err := q.Consumer().Claim(truth.ctx, ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
 	if err != nil || c.DeadLettered != 1 || len(c.Jobs) != 0 {
 		t.Fatalf("claim = %+v, %v; want one dead letter", c, err)
 	}
@@ -448,7 +448,7 @@ func TestZoneEnqueueGrowsAZoneNoClaimTakes(t *testing.T) {
 	}
 	// A claim takes the lane: its pointer is filed anew, and an enqueue
 	// right after grows nothing.
-	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 1, Lease: 10 * time.Minute}})
+	c := e.claim(t, ClaimOptions{Max: 1, Lease: 10 * time.Minute})
 	if len(c.Jobs) != 1 {
 		t.Fatalf("claimed %d jobs, want 1", len(c.Jobs))
 	}
@@ -475,7 +475,7 @@ func TestZoneEnqueueGrowsAZoneNoClaimTakes(t *testing.T) {
 	e.clk.Advance(2 * time.Hour)
 	seen := map[ID]int{leased: 1}
 	for range 100 {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10, Lease: 10 * time.Minute}})
+		c := e.claim(t, ClaimOptions{Max: 10, Lease: 10 * time.Minute})
 		for _, l := range c.Jobs {
 			seen[l.ID]++
 		}

@@ -13,11 +13,10 @@ import (
 
 func zonesEnv(t testing.TB, opts quick.Options) *env {
 	t.Helper()
-	opts.Layout = quick.LayoutZones
 	return newEnv(t, opts)
 }
 
-func (e *env) zclaim(t testing.TB, o quick.ZoneClaimOptions) quick.ZoneClaimed {
+func (e *env) zclaim(t testing.TB, o quick.ClaimOptions) quick.Claimed {
 	t.Helper()
 	if o.TaskType == "" {
 		o.TaskType = "email"
@@ -28,7 +27,7 @@ func (e *env) zclaim(t testing.TB, o quick.ZoneClaimOptions) quick.ZoneClaimed {
 	if o.Lease == 0 {
 		o.Lease = time.Minute
 	}
-	res, err := e.q.ClaimZone(e.ctx, o)
+	res, err := e.q.Consumer().Claim(e.ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +40,8 @@ func TestZoneEnqueueClaimLapseReclaim(t *testing.T) {
 	if res[0].Duplicate || res[0].ID.IsZero() || !res[0].RunAt.Equal(epoch) {
 		t.Fatalf("enqueue = %+v", res[0])
 	}
-	c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}})
-	if len(c.Jobs) != 1 || c.More || c.Pointer != nil {
+	c := e.zclaim(t, quick.ClaimOptions{Max: 10})
+	if len(c.Jobs) != 1 || c.More || c.Lane != nil {
 		t.Fatalf("claim = %+v", c)
 	}
 	l := c.Jobs[0]
@@ -52,13 +51,13 @@ func TestZoneEnqueueClaimLapseReclaim(t *testing.T) {
 		t.Fatalf("lease %+v", l)
 	}
 	// Leased: nothing vested; the lane's pointer now vests at the deadline.
-	again := e.zclaim(t, quick.ZoneClaimOptions{})
+	again := e.zclaim(t, quick.ClaimOptions{})
 	if len(again.Jobs) != 0 || !again.NextVest.Equal(l.Deadline) {
 		t.Fatalf("second claim = %+v, want nothing until %v", again, l.Deadline)
 	}
 	// The lease lapses: the job runs again, its attempt counted.
 	e.clk.Advance(time.Minute)
-	c = e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Holder: "w2"}})
+	c = e.zclaim(t, quick.ClaimOptions{Holder: "w2"})
 	if len(c.Jobs) != 1 || c.Jobs[0].ID != l.ID || c.Jobs[0].Attempt != 2 || c.Jobs[0].Holder != "w2" ||
 		!c.Jobs[0].VestedAt.Equal(l.Deadline) || string(c.Jobs[0].Payload) != "hello" {
 		t.Fatalf("re-claim = %+v", c)
@@ -76,7 +75,7 @@ func TestZoneClaimDeadLettersExhausted(t *testing.T) {
 		hooked = append(hooked, d)
 		return nil
 	})
-	c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}})
+	c := e.zclaim(t, quick.ClaimOptions{Max: 10})
 	if len(c.Jobs) != 2 {
 		t.Fatalf("claim = %d jobs", len(c.Jobs))
 	}
@@ -86,7 +85,7 @@ func TestZoneClaimDeadLettersExhausted(t *testing.T) {
 		}
 	}
 	e.clk.Advance(time.Minute)
-	c = e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}})
+	c = e.zclaim(t, quick.ClaimOptions{Max: 10})
 	if len(c.Jobs) != 1 || c.Jobs[0].ID != res[1].ID || c.DeadLettered != 1 {
 		t.Fatalf("claim after lapse = %+v", c)
 	}
@@ -134,7 +133,7 @@ func TestZoneEnqueueDuplicatesAndUniqueKeys(t *testing.T) {
 	if !again[0].Duplicate || !again[1].Duplicate {
 		t.Fatalf("re-enqueue = %+v", again)
 	}
-	c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}})
+	c := e.zclaim(t, quick.ClaimOptions{Max: 10})
 	if len(c.Jobs) != 2 {
 		t.Fatalf("claimed %d jobs, want 2", len(c.Jobs))
 	}
@@ -152,10 +151,10 @@ func TestZoneEnqueueValidation(t *testing.T) {
 			t.Fatalf("enqueue %+v: no error", j)
 		}
 	}
-	if _, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email"}}); err == nil {
+	if _, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email"}); err == nil {
 		t.Fatal("claim without a holder: no error")
 	}
-	if _, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w"}, Pointer: &quick.PointerLease{TaskType: "email"}}); err == nil {
+	if _, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lane: &quick.LaneLease{TaskType: "email"}}); err == nil {
 		t.Fatal("claim with a forged pointer: no error")
 	}
 }
@@ -168,7 +167,7 @@ func TestZoneDelayedJobsAndPriorities(t *testing.T) {
 		quick.NewJob{TaskType: "email", Payload: []byte("high"), Priority: quick.High})
 	var got []string
 	for range 2 {
-		c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}})
+		c := e.zclaim(t, quick.ClaimOptions{Max: 10})
 		for _, l := range c.Jobs {
 			got = append(got, string(l.Payload))
 		}
@@ -176,12 +175,12 @@ func TestZoneDelayedJobsAndPriorities(t *testing.T) {
 	if fmt.Sprint(got) != "[high low]" {
 		t.Fatalf("claimed %v, want [high low]", got)
 	}
-	c := e.zclaim(t, quick.ZoneClaimOptions{})
+	c := e.zclaim(t, quick.ClaimOptions{})
 	if len(c.Jobs) != 0 || !c.NextVest.Equal(epoch.Add(10*time.Second)) {
 		t.Fatalf("claim before the delay = %+v", c)
 	}
 	e.clk.Advance(10 * time.Second)
-	c = e.zclaim(t, quick.ZoneClaimOptions{})
+	c = e.zclaim(t, quick.ClaimOptions{})
 	if len(c.Jobs) != 1 || string(c.Jobs[0].Payload) != "later" {
 		t.Fatalf("claim after the delay = %+v", c)
 	}
@@ -208,7 +207,7 @@ func TestZoneFairnessSmallTenantsAreNotStuckBehindABigOne(t *testing.T) {
 	// The big lane may be taken first (its pointer is in the small ones'
 	// second), but it is handed back into the next second.
 	for claim := 1; claim <= 4; claim++ {
-		c := e.zclaim(t, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{Max: 10}, Peek: 1})
+		c := e.zclaim(t, quick.ClaimOptions{Max: 10, Peek: 1})
 		for _, l := range c.Jobs {
 			delete(small, l.ID)
 		}
@@ -249,8 +248,8 @@ func TestZoneConcurrentEnqueueAndClaim(t *testing.T) {
 		go func() {
 			defer cwg.Done()
 			for idle := 0; idle < 500; {
-				c, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{
-					TaskType: "email", Holder: fmt.Sprintf("w%d", w), Max: 3, Lease: 10 * time.Minute}})
+				c, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{
+					TaskType: "email", Holder: fmt.Sprintf("w%d", w), Max: 3, Lease: 10 * time.Minute})
 				if err != nil {
 					t.Error(err)
 					return

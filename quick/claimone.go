@@ -14,12 +14,15 @@ func init() { testhook.ClaimOne = claimOne }
 // claimOne leases one job by ID, whatever its vesting time, for quicktest's
 // Work: a test runs the job it enqueued, not whichever job a lane offers
 // first. It counts an attempt like a claim. A leased, dead or finished job,
-// or one whose attempts are spent, is an error.
+// or one whose attempts are spent, is an error. The job is found through its
+// lookup index (lookup.go), so its task type must keep one.
 //
-// Keys: the lookup's reads (record, schedule key); S(1,"s",...) and
-// S(1,"j",id) again, serializable (a concurrent claim or cancel conflicts);
-// S(1,"c",id) when the job has a checkpoint. Clears the old schedule key and
-// sets the new one at the lease deadline, and the lease index S(1,"l",id).
+// Keys: the lookup's reads (S (2, "i", id), then the job key and its
+// payload blob); the job key again, serializable (a concurrent claim or
+// cancel conflicts); Z (4, id) when the checkpoint is not inline. Clears the
+// job key and sets it at the lease deadline with a new token, and the
+// lookup index. The lane's pointer stays: it vests no later than the lane's
+// earliest key still, which is all the pointer index needs.
 func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Duration) (Lease, error) {
 	if err := q.checkLease(lease); err != nil {
 		return Lease{}, err
@@ -33,53 +36,49 @@ func claimOne(ctx context.Context, q *Queue, id ID, holder string, lease time.Du
 		if info.State != StateReady && info.State != StateScheduled {
 			return fmt.Errorf("%w: %s is %s: only a scheduled or ready job can be worked", ErrInvalidOption, id, info.State)
 		}
-		svb, err := tr.Get(key).Get()
+		if info.zl == nil || key == nil {
+			return fmt.Errorf("%w: %s has no job key", ErrNotFound, id)
+		}
+		jv, err := tr.Get(key).Get()
 		if err != nil {
 			return err
 		}
-		rv, err := tr.Get(q.k.jobKey(id)).Get()
-		if err != nil {
-			return err
-		}
-		if svb == nil || rv == nil {
+		if jv == nil {
 			return fmt.Errorf("%w: %s moved meanwhile", ErrNotFound, id)
 		}
-		var sv schedValue
-		if err := sv.unmarshal(svb); err != nil {
+		var v zjobValue
+		if err := v.unmarshal(jv); err != nil {
 			return fmt.Errorf("quick: job %s: %w", id, err)
 		}
-		var rec record
-		if err := rec.unmarshal(rv); err != nil {
-			return fmt.Errorf("quick: job %s: %w", id, err)
-		}
-		if sv.MaxAttempts > 0 && sv.Attempt >= sv.MaxAttempts {
+		// A live lease was refused above (its state is leased); a lapsed
+		// one is taken over, as a claim would, its run counted.
+		if v.exhausted() {
 			// A claim would dead-letter it rather than run it.
-			return fmt.Errorf("%w: %s has spent its %d attempts", ErrInvalidOption, id, sv.MaxAttempts)
+			return fmt.Errorf("%w: %s has spent its %d attempts", ErrInvalidOption, id, v.MaxAttempts)
 		}
-		var ck []byte
-		if sv.hasCheckpoint() {
-			if ck, err = tr.Get(q.k.ckptKey(id)).Get(); err != nil {
+		ln := info.zl.lane
+		ck := v.Checkpoint
+		if v.hasCheckpoint() && v.Flags&flagCkptBlob != 0 {
+			if ck, err = tr.Get(ln.z.ckptKey(id)).Get(); err != nil {
 				return err
 			}
 		}
 		now := q.Now()
-		sv.Attempt++
-		sv.Token = newToken()
-		sv.Holder = holder
-		sv.LeasedAtMs = now.UnixMilli()
 		deadline := now.Add(lease)
-		newKey, lane, vestMs := q.k.place(info.TaskType, info.Priority, deadline, id, q.lanes)
+		v.Attempt++
+		v.Token = newToken()
+		v.Holder = holder
+		v.LeasedAtMs = now.UnixMilli()
+		vestMs := deadline.UnixMilli()
 		tr.Clear(key)
-		tr.Set(newKey, sv.marshal())
-		// The lease index follows the moved key, as after a claim, so
-		// lookup by ID finds the job.
-		tr.Set(q.k.leaseKey(id), encodeLeaseIndex(vestMs))
+		tr.Set(ln.jobKey(vestMs, id), v.marshal())
+		q.indexSet(tr, ln, vestMs, id, v.Flags)
 		l = Lease{
-			ID: id, TaskType: info.TaskType, Priority: info.Priority, ItemSpace: rec.ItemSpace,
-			Payload: rec.Payload, Checkpoint: ck, Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
-			CreatedAt: time.UnixMilli(rec.CreatedAtMs), VestedAt: info.RunAt,
-			Deadline: deadline.Truncate(time.Millisecond), Holder: holder, LastError: rec.LastError,
-			key: newKey, lane: lane, sv: sv,
+			ID: id, TaskType: info.TaskType, Priority: info.Priority, ItemSpace: info.ItemSpace,
+			Payload: info.Payload, Checkpoint: clone(ck), Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts),
+			CreatedAt: info.CreatedAt, VestedAt: info.RunAt,
+			Deadline: deadline.Truncate(time.Millisecond), Holder: holder, LastError: v.LastError,
+			zl: &zoneLease{lane: ln, vestMs: vestMs, v: v},
 		}
 		return nil
 	})

@@ -123,6 +123,12 @@ type laneState struct {
 	// Short is set while the holder runs the lane's jobs without per-job
 	// leases (short-job mode): only the lane lease protects them.
 	Short bool
+	// Vested is set when the unleased pointer was filed already vested (new
+	// work, or a lane handed back with vested jobs: pointer.go), so that an
+	// enqueue whose clock reads a little behind the writer's does not take
+	// it for a future one and pull it among its second's new work
+	// (applyCover).
+	Vested bool
 }
 
 func (s *laneState) leased() bool { return s.Token != 0 }
@@ -137,6 +143,9 @@ func (s *laneState) marshal() []byte {
 	b = wire.AppendString(b, 3, s.Holder)
 	if s.Short {
 		b = wire.AppendVarint(b, 4, 1)
+	}
+	if s.Vested {
+		b = wire.AppendVarint(b, 5, 1)
 	}
 	return b
 }
@@ -156,6 +165,8 @@ func (s *laneState) unmarshal(b []byte) error {
 			s.Holder = string(raw)
 		case 4:
 			s.Short = x != 0
+		case 5:
+			s.Vested = x != 0
 		}
 		return nil
 	})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -51,18 +50,23 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 // keeps the lane it holds (Keep) from one batch to the next, as a worker
 // at steady state does, and hands it back at the end.
 func BenchmarkZoneJobCost(b *testing.B) {
-	for _, mode := range []string{"lease", "short"} {
+	// lease-untracked: lease mode for an Untracked task type (no lookup
+	// index entry), the cheaper mode beside the default.
+	for _, mode := range []string{"lease", "short", "lease-untracked"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
-				opts := quick.Options{Layout: quick.LayoutZones}
-				if mode == "short" {
+				opts := quick.Options{}
+				switch mode {
+				case "short":
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true}}
+				case "lease-untracked":
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {Untracked: true}}
 				}
 				e := newEnv(b, opts)
 				payload := make([]byte, 100)
 				jobs := make([]quick.NewJob, batch)
 				var enq, rest kv.Stats
-				var held *quick.PointerLease
+				var held *quick.LaneLease
 				allocs0 := mallocs()
 				start := time.Now()
 				done := 0
@@ -79,21 +83,21 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					s1 := e.db.Stats()
 					// A held lane is renewed when a third of its lease is
 					// left, as package worker does (counted with the claims).
-					if held != nil && held.Deadline.Sub(e.clk.Now()) < e.q.Options().PointerLease/3 {
-						p, err := e.q.ExtendPointer(e.ctx, *held, e.q.Options().PointerLease)
+					if held != nil && held.Deadline.Sub(e.clk.Now()) < e.q.Options().LaneLeaseTime/3 {
+						p, err := e.q.Consumer().ExtendLane(e.ctx, *held, e.q.Options().LaneLeaseTime)
 						if err != nil {
 							b.Fatal(err)
 						}
 						held = &p
 					}
-					res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{
-						ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w", Max: batch},
-						Pointer:      held, Keep: mode == "short",
+					res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{
+						TaskType: "email", Holder: "w", Max: batch,
+						Lane: held, Keep: mode == "short",
 					})
 					if err != nil {
 						b.Fatal(err)
 					}
-					held = res.Pointer
+					held = res.Lane
 					acks := make([]quick.Ack, len(res.Jobs))
 					for i, l := range res.Jobs {
 						acks[i] = quick.Ack{Lease: l, Kind: quick.AckComplete}
@@ -105,7 +109,7 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					done += len(res.Jobs)
 				}
 				if held != nil {
-					if err := e.q.ReleasePointer(e.ctx, *held); err != nil {
+					if err := e.q.Consumer().ReleaseLane(e.ctx, *held); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -118,46 +122,6 @@ func BenchmarkZoneJobCost(b *testing.B) {
 				reportSplit(b, rest, done)
 			})
 		}
-	}
-}
-
-// BenchmarkJobLifeAllocs is BenchmarkJobLife (lanes) with the same
-// allocs/job and claim + ack figures as BenchmarkZoneJobCost, for the
-// before/after table.
-func BenchmarkJobLifeAllocs(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			e := newEnv(b, quick.Options{})
-			payload := make([]byte, 100)
-			jobs := make([]quick.NewJob, batch)
-			var enq, rest kv.Stats
-			allocs0 := mallocs()
-			done := 0
-			for b.Loop() {
-				for i := range jobs {
-					jobs[i] = quick.NewJob{TaskType: "email", Payload: payload}
-				}
-				s0 := e.db.Stats()
-				e.enqueue(b, jobs...)
-				s1 := e.db.Stats()
-				res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: batch, ScanLimit: batch})
-				if err != nil {
-					b.Fatal(err)
-				}
-				acks := make([]quick.Ack, len(res.Jobs))
-				for i, l := range res.Jobs {
-					acks[i] = quick.Ack{Lease: l, Kind: quick.AckComplete}
-				}
-				if _, err := e.q.Ack(e.ctx, acks...); err != nil {
-					b.Fatal(err)
-				}
-				enq, rest = enq.Add(s1.Sub(s0)), rest.Add(e.db.Stats().Sub(s1))
-				done += len(res.Jobs)
-			}
-			b.ReportMetric(float64(mallocs()-allocs0)/float64(done), "allocs/job")
-			reportPerJob(b, enq.Add(rest), done)
-			reportSplit(b, rest, done)
-		})
 	}
 }
 
@@ -175,12 +139,11 @@ func cpuSeconds(b *testing.B) float64 {
 
 // BenchmarkEnqueueDrainCPU is issue 12's CPU per 1,000 jobs without the
 // worker runtime: 20,000 jobs enqueued in batches of 100, then drained by
-// 8 claimers (Max 100, acks at once; for lanes each over the lanes
-// lanes.Assign gives it, as workers claim) on memkv without latency, both
-// layouts; process CPU time (getrusage) around the run, memkv included.
+// 8 claimers (Max 100, acks at once) on memkv without latency; process
+// CPU time (getrusage) around the run, memkv included.
 // One op is the whole 20,000-job run: use -benchtime 3x.
 func BenchmarkEnqueueDrainCPU(b *testing.B) {
-	for _, layout := range []string{"lanes", "zones"} {
+	for _, layout := range []string{"zones"} {
 		b.Run("layout="+layout, func(b *testing.B) {
 			const jobs, batch, claimers = 20_000, 100, 8
 			var cpu float64
@@ -188,9 +151,6 @@ func BenchmarkEnqueueDrainCPU(b *testing.B) {
 			for b.Loop() {
 				db := memkv.Open(memkv.Options{})
 				opts := quick.Options{Logger: quietLogger()}
-				if layout == "zones" {
-					opts.Layout = quick.LayoutZones
-				}
 				ctx := context.Background()
 				q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"cpu"}), opts)
 				if err != nil {
@@ -215,27 +175,16 @@ func BenchmarkEnqueueDrainCPU(b *testing.B) {
 					names[c] = fmt.Sprintf("w%d", c)
 				}
 				for _, holder := range names {
-					mine := lanes.Assign(q.Lanes(), names, holder, 1)
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						for done.Load() < jobs {
-							var ls []quick.Lease
-							if layout == "zones" {
-								res, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "bench", Holder: holder, Max: batch}})
-								if err != nil {
-									b.Error(err)
-									return
-								}
-								ls = res.Jobs
-							} else {
-								res, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "bench", Holder: holder, Lanes: mine, Max: batch})
-								if err != nil {
-									b.Error(err)
-									return
-								}
-								ls = res.Jobs
+							res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "bench", Holder: holder, Max: batch})
+							if err != nil {
+								b.Error(err)
+								return
 							}
+							ls := res.Jobs
 							if len(ls) == 0 {
 								runtime.Gosched()
 								continue

@@ -17,7 +17,7 @@ import (
 func tenantQueue(t *testing.T, db kv.Database, space, tenants tuple.Subspace, clk clock.Clock) *Queue {
 	t.Helper()
 	q, err := Open(context.Background(), db, space, Options{
-		Layout: LayoutZones, ZoneLanes: 1, Clock: clk,
+		ZoneLanes: 1, Clock: clk,
 		ZoneSpace: func(itemSpace string) tuple.Subspace { return tenants.Sub(itemSpace) },
 	})
 	if err != nil {
@@ -65,7 +65,7 @@ func TestZoneCoverRepairsALaneStateWithoutItsPointer(t *testing.T) {
 	clk.Advance(time.Second)
 	got := map[ID]bool{}
 	for range 3 {
-		res, err := dst.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute}})
+		res, err := dst.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

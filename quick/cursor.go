@@ -68,3 +68,64 @@ func (c Cursor) key(kind byte, taskType string, prefix []byte) ([]byte, error) {
 	}
 	return append(append([]byte(nil), prefix...), rest[n:]...), nil
 }
+
+// makePartsCursor encodes a cursor made of several byte strings (for a
+// listing whose position is more than one key: List's pointer entry and
+// the job key inside its lane).
+func makePartsCursor(kind byte, taskType string, parts ...[]byte) Cursor {
+	b := []byte{cursorVersion, kind}
+	b = binary.AppendUvarint(b, uint64(len(taskType)))
+	b = append(b, taskType...)
+	for _, p := range parts {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	return Cursor(base64.RawURLEncoding.EncodeToString(b))
+}
+
+// parts decodes a cursor makePartsCursor made for a listing of kind over
+// taskType, with exactly n parts; nil for the zero cursor.
+func (c Cursor) parts(kind byte, taskType string, n int) ([][]byte, error) {
+	if c == "" {
+		return nil, nil
+	}
+	if len(c) > maxCursorLen {
+		return nil, fmt.Errorf("%w: %d bytes", ErrInvalidCursor, len(c))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(string(c))
+	if err != nil || len(b) < 2 || b[0] != cursorVersion {
+		return nil, fmt.Errorf("%w: not a cursor of this version", ErrInvalidCursor)
+	}
+	if b[1] != kind {
+		return nil, fmt.Errorf("%w: a cursor of another listing", ErrInvalidCursor)
+	}
+	b = b[2:]
+	next := func() ([]byte, bool) {
+		l, w := binary.Uvarint(b)
+		if w <= 0 || l > uint64(len(b)-w) {
+			return nil, false
+		}
+		p := b[w : w+int(l)]
+		b = b[w+int(l):]
+		return p, true
+	}
+	t, ok := next()
+	if !ok {
+		return nil, fmt.Errorf("%w: truncated", ErrInvalidCursor)
+	}
+	if string(t) != taskType {
+		return nil, fmt.Errorf("%w: a cursor of task type %q, not %q", ErrInvalidCursor, t, taskType)
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		p, ok := next()
+		if !ok {
+			return nil, fmt.Errorf("%w: truncated", ErrInvalidCursor)
+		}
+		out[i] = append([]byte(nil), p...)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes too many", ErrInvalidCursor, len(b))
+	}
+	return out, nil
+}

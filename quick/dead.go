@@ -190,29 +190,9 @@ func (q *Queue) requeueTx(tr kv.Transaction, id ID, now time.Time, mine bool) er
 	if rec.Quarantined {
 		return fmt.Errorf("%w: %s was quarantined (its record did not decode) and holds no payload to run: %s", ErrCorrupt, id, rec.LastError)
 	}
-	if rec.Flags&flagZones != 0 {
-		return q.requeueZoneTx(tr, id, &rec, now)
-	}
-	ck, err := tr.Snapshot().Get(q.k.ckptKey(id)).Get()
-	if err != nil {
-		return err
-	}
-	tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
-	tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
-	key, lane, vestMs := q.k.place(rec.TaskType, Priority(rec.Priority), now, id, q.lanes)
-	sv := schedValue{MaxAttempts: rec.MaxAttempts, Flags: rec.Flags & flagWaitable}
-	q.clearOutcome(tr, id, sv.Flags)
-	if ck != nil {
-		sv.Flags |= flagCheckpoint
-	}
-	tr.Set(key, sv.marshal())
-	rec.State, rec.DeadAtMs, rec.Attempts = stateActive, 0, 0
-	rec.PlacedAtMs, rec.PlacedLane, rec.RequeuedAtMs = vestMs, int64(lane), now.UnixMilli()
-	// A dead job gave up its unique key; requeued, it runs without one
-	// rather than take the key from a newer job.
-	rec.UniqueKey = ""
-	tr.Set(q.k.jobKey(id), rec.marshal())
-	return nil
+	// TODO(issue 21, onelayout): a schema-1 dead letter (no flagZones)
+	// goes to its zone too: there is no other layout to place it in.
+	return q.requeueZoneTx(tr, id, &rec, now)
 }
 
 // purgeBatch bounds one purge transaction.

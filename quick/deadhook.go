@@ -40,6 +40,12 @@ func (q *Queue) OnDeadLetter(taskType string, h DeadLetterHook) {
 	q.deadHooks.Store(taskType, h)
 }
 
+// hasDeadHook reports whether taskType has a dead-letter hook.
+func (q *Queue) hasDeadHook(taskType string) bool {
+	_, ok := q.deadHooks.Load(taskType)
+	return ok
+}
+
 // runDeadHook runs the hook of taskType, if any, for a job the claim in tr
 // has just dead-lettered.
 func (q *Queue) runDeadHook(tr kv.Transaction, taskType string, id ID, payload []byte, reason string) error {

@@ -35,7 +35,7 @@ func TestDeadLetterHook(t *testing.T) {
 	}
 	e.clk.Advance(2 * time.Minute) // the ghost's lease lapses
 
-	if _, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}); !errors.Is(err, hookErr) {
+	if _, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}); !errors.Is(err, hookErr) {
 		t.Fatalf("claim with a failing hook = %v, want its error", err)
 	}
 	if n, _ := e.q.DeadCount(e.ctx, "email"); n != 0 {
@@ -43,7 +43,7 @@ func TestDeadLetterHook(t *testing.T) {
 	}
 
 	fail = false
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
 	if err != nil || res.DeadLettered != 1 || len(res.Jobs) != 0 {
 		t.Fatalf("claim: %+v, %v", res, err)
 	}
@@ -58,9 +58,9 @@ func TestDeadLetterHook(t *testing.T) {
 	}); err != nil || string(v) != "once" {
 		t.Fatalf("the hook's write: %q, %v", v, err)
 	}
-	page, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email"})
-	if err != nil || len(page.Jobs) != 1 {
-		t.Fatalf("the hook's enqueue: %+v, %v", page, err)
+	e.clk.Advance(time.Hour)
+	if got := e.claim(t, "check", 10); len(got) != 1 || string(got[0].Payload) != "next" {
+		t.Fatalf("the hook's enqueue: claimed %+v", got)
 	}
 
 	e.q.OnDeadLetter("email", nil) // removed: claims run nothing

@@ -2,6 +2,7 @@ package quick
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Enqueue into the zones layout (Options.Layout == LayoutZones).
+// Enqueue: every job goes into the zone of its item space and task type.
 //
 // A job is one key, Z (0, prio, lane, vestMs, id), whose value (zjobValue)
 // holds everything a claim needs, payload included up to InlinePayload
@@ -80,8 +81,13 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 	var out []Enqueued
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
-		for end < len(prepared) && end-start < maxMarkedIDs && (end == start || size+jobBytes(prepared[end]) <= enqueueBatchBytes) {
-			size += jobBytes(prepared[end])
+		lanes := map[string]bool{}
+		for end < len(prepared) && end-start < maxMarkedIDs {
+			n := q.zenqueueCost(prepared[end], lanes)
+			if end > start && size+n > enqueueBatchBytes {
+				break
+			}
+			size += n
 			end++
 		}
 		batch := prepared[start:end]
@@ -119,6 +125,52 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 		start = end
 	}
 	return out, nil
+}
+
+// Per-entry overheads of FDB's size measure of a transaction
+// (GetApproximateSize; kv/memkv/reads.go): a mutation, a conflict range.
+const (
+	sizeMutation = 56
+	sizeConflict = 32
+)
+
+// setSize is what a set of key to a value of n bytes adds to FDB's size
+// of a transaction: the mutation and its write conflict range.
+func setSize(key []byte, n int) int {
+	return len(key) + n + sizeMutation + sizeConflict + 2*len(key) + 1
+}
+
+// readSize is what a serializable read of key adds: its conflict range.
+func readSize(key []byte) int { return sizeConflict + 2*len(key) + 1 }
+
+// zenqueueCost bounds what job j adds to its enqueue transaction by FDB's
+// own size measure (issue 22: counting the payload and names once per job,
+// batches over many tenants reached 1–2.5 MB where Enqueue promises about
+// enqueueBatchBytes): its key and value (the payload inline or in its
+// blob), its lookup index entry, its unique key (read and set) and its ID in
+// the marker; and, for the batch's first job in its lane (lanes holds the
+// lanes seen), the lane state (read and set), its hand-out mark (read) and
+// its pointer (cleared and set), each carrying the zone's name.
+func (q *Queue) zenqueueCost(j job, lanes map[string]bool) int {
+	z := q.zoneOf(j.TaskType, j.ItemSpace)
+	l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}
+	zb := len(z.space.Bytes())
+	n := setSize(l.jobKey(j.runAt.UnixMilli(), j.ID), 64+len(j.Payload)+len(j.UniqueKey)) + 16 // its ID in the marker
+	if len(j.Payload) > InlinePayload {
+		n += setSize(z.blobKey(j.ID), 0)
+	}
+	n += setSize(q.zk.indexKey(j.ID), 32+zb+len(j.ItemSpace)+len(j.TaskType))
+	if j.UniqueKey != "" {
+		uk := q.k.uniqKey(j.TaskType, j.UniqueKey)
+		n += readSize(uk) + setSize(uk, len(j.ID))
+	}
+	if k := string(l.stateKey()); !lanes[k] {
+		lanes[k] = true
+		pk := q.pointerKeyOf(l, j.runAt.UnixMilli())
+		n += readSize(l.stateKey()) + setSize(l.stateKey(), 32) + readSize(l.handoutKey()) +
+			setSize(pk, 16+zb+len(j.ItemSpace)) + setSize(pk, len(pk)) // the old pointer's clear, as big
+	}
+	return n
 }
 
 // setAutomaticIdempotency sets FDB's automatic_idempotency on tr when
@@ -405,6 +457,35 @@ func afterHandout(vestMs int64, id ID, markMs int64, markID ID) int64 {
 	return markMs + 1
 }
 
+// vestAfterHandout is the rule of readHandoutMarks for the placements
+// other than Enqueue (run-now, requeue, and the acks that move a job's
+// key: fail, snooze, release): the vesting time at which a job with ID id,
+// wanted at vestMs in lane l, sorts after the hand-out mark of the lane's
+// live short lease (afterHandout), or vestMs when there is none. Call it
+// before writing the key.
+//
+// Keys: for short-job task types only, reads Z (1, prio, lane) and
+// Z (5, prio, lane) (serializable, as readHandoutMarks says why).
+func (q *Queue) vestAfterHandout(tr kv.Transaction, l laneRef, vestMs int64, id ID) (int64, error) {
+	var c coverer
+	c.add(l, vestMs)
+	marks := q.readHandoutMarks(tr, &c)
+	if marks == nil || mutant.On("quick.place-after-mark") {
+		return vestMs, nil
+	}
+	c.read(tr)
+	k := string(l.stateKey())
+	sv, err := c.byKey[k].state.Get()
+	if err != nil {
+		return 0, err
+	}
+	markMs, markID, ok, err := handoutFloor(sv, marks[k])
+	if err != nil || !ok {
+		return vestMs, err
+	}
+	return afterHandout(vestMs, id, markMs, markID), nil
+}
+
 // zplace decides each job (new, duplicate of an ID or of a unique key)
 // and writes the new ones, their cover, the marker, wake-ups and task
 // types.
@@ -522,7 +603,7 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 		UniqueKey:   j.UniqueKey,
 		Flags:       q.waitFlag(j.NewJob),
 	}
-	if q.opts.TaskTypes[j.TaskType].Trackable {
+	if q.tracked(j.TaskType) {
 		v.Flags |= flagTrackable
 	}
 	if nowMs != j.ID.Time().UnixMilli() {
@@ -594,4 +675,121 @@ func (q *Queue) zenqueueTxCall(tr kv.Transaction, now time.Time, in []NewJob, pr
 		return nil, fmt.Errorf("quick: enqueue: %w: %d jobs given IDs in one EnqueueTx, over %d", ErrInvalidOption, n, maxMarkedIDs)
 	}
 	return q.zenqueueTx(tr, now, prepared, &call)
+}
+
+// EnqueueTx enqueues jobs inside the caller's transaction: they commit with
+// the caller's own writes or not at all. The caller owns the retry loop, so
+// give each job an ID made once outside it (NewJob.ID): a retry then returns
+// the job the first attempt created, even if that attempt committed and the
+// job has since run. Jobs without an ID get a fresh one per call.
+//
+// Keys: those of zenqueueTx: one job key per job in its zone (and its
+// payload blob over InlinePayload), one marker S (2, "m", id) per call
+// named by its first job given an ID and listing the IDs stored under it
+// (at most 4096 jobs given IDs per call; a call returns the jobs its marker
+// lists as duplicates), the lane states and pointers the jobs need
+// (cover), S (1, "u", type, key) for unique jobs, and, until this process
+// has seen a task type registered, S (1, "t", type).
+func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error) {
+	now := q.Now()
+	prepared := make([]job, len(jobs))
+	for i, in := range jobs {
+		j, err := q.prepare(now, in)
+		if err != nil {
+			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
+		}
+		prepared[i] = j
+	}
+	return q.zenqueueTxCall(tr, now, jobs, prepared)
+}
+
+// enqueueBatchBytes bounds one standalone enqueue transaction, far under
+// FDB's 10 MB limit and its 1 MB advice.
+const enqueueBatchBytes = 512 << 10
+
+// Enqueue enqueues jobs in transactions of its own, as many per transaction
+// as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
+// after commit_unknown_result never creates a second job. If a later batch
+// fails, the earlier ones stay committed: the result lists them, and
+// enqueueing the same NewJobs (same IDs) again is safe.
+func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error) {
+	now := q.Now()
+	prepared := make([]job, len(jobs))
+	for i, in := range jobs {
+		j, err := q.prepare(now, in)
+		if err != nil {
+			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)
+		}
+		prepared[i] = j
+	}
+	return q.zenqueue(ctx, now, prepared)
+}
+
+func jobBytes(j job) int {
+	return 200 + 2*len(j.TaskType) + len(j.Payload) + 2*len(j.UniqueKey) + len(j.ItemSpace)
+}
+
+// readSleepers reads the sleep key of each task type with a job that vests
+// now, so the enqueue can tell whether a worker sleeps on the wake key. The
+// read is serializable on purpose: a worker that registers its sleep between
+// this enqueue's read and its commit makes the enqueue conflict and retry,
+// now seeing the sleeper and waking it. With a snapshot read that enqueue
+// would neither wake the worker nor be seen by the claim the worker made
+// just before sleeping. Registrations are one per idle spell of a worker,
+// so the retries this causes are rare.
+func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[string]kv.Future[[]byte] {
+	if q.opts.DisableWakeOnEnqueue {
+		return nil
+	}
+	var out map[string]kv.Future[[]byte]
+	for _, j := range jobs {
+		if j.runAt.After(now) || out[j.TaskType] != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]kv.Future[[]byte]{}
+		}
+		out[j.TaskType] = tr.Get(q.k.sleepKey(j.TaskType))
+	}
+	return out
+}
+
+// wakeSleepers adds 1 to the wake key of each task type that got a new job
+// vesting now while a worker sleeps on it: one atomic add, and nothing at
+// all when no worker sleeps.
+func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out []Enqueued, sleepers map[string]kv.Future[[]byte]) error {
+	woken := map[string]bool{}
+	for i, j := range jobs {
+		f := sleepers[j.TaskType]
+		if f == nil || woken[j.TaskType] || out[i].Duplicate || j.runAt.After(now) {
+			continue
+		}
+		v, err := f.Get()
+		if err != nil {
+			return err
+		}
+		woken[j.TaskType] = true
+		if len(v) == 8 && int64(binary.LittleEndian.Uint64(v)) > now.UnixMilli() {
+			tr.Add(q.k.wakeKey(j.TaskType), le64(1))
+		}
+	}
+	return nil
+}
+
+// registerTypes registers the task types whose registration reads are in
+// types; a type is cached only once it is seen
+// stored, so an aborted transaction cannot leave it unregistered.
+func (q *Queue) registerTypes(tr kv.Transaction, types map[string]kv.Future[[]byte]) error {
+	for t, f := range types {
+		v, err := f.Get()
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			q.knownTypes.Store(t, true)
+		} else {
+			tr.Set(q.k.typeKey(t), nil)
+		}
+	}
+	return nil
 }

@@ -14,14 +14,13 @@ import (
 // takeover counted a run for it and dead-lettered it unrun.
 func TestShortEnqueueRetryLandsAfterTheHandOutMark(t *testing.T) {
 	e := newZEnv(t, Options{
-		Layout:    LayoutZones,
 		ZoneLanes: 1,
 		TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true, MaxAttempts: 1}},
 	}, nil)
 	if _, err := e.q.Enqueue(e.ctx, NewJob{TaskType: "email"}); err != nil {
 		t.Fatal(err)
 	}
-	var w1 ZoneClaimed
+	var w1 Claimed
 	q := e.hooked(t, func() {
 		// Between the enqueue's reads and its commit: another client
 		// enqueues a job 10 ms later by its clock, and w1 leases the
@@ -32,7 +31,7 @@ func TestShortEnqueueRetryLandsAfterTheHandOutMark(t *testing.T) {
 			return
 		}
 		var err error
-		w1, err = e.truth.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w1", Max: 10}, Keep: true})
+		w1, err = e.truth.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w1", Max: 10, Keep: true})
 		if err != nil {
 			t.Error(err)
 		}
@@ -45,8 +44,8 @@ func TestShortEnqueueRetryLandsAfterTheHandOutMark(t *testing.T) {
 	if d := e.db.Stats().Sub(before); d.Conflicts == 0 {
 		t.Fatalf("the enqueue did not conflict with the claim that leased its lane: %v", d)
 	}
-	if len(w1.Jobs) != 2 || w1.Pointer == nil || !w1.Pointer.Short {
-		t.Fatalf("w1's claim: %d jobs, pointer %+v; want the two jobs and the lane kept in short-job mode", len(w1.Jobs), w1.Pointer)
+	if len(w1.Jobs) != 2 || w1.Lane == nil || !w1.Lane.Short {
+		t.Fatalf("w1's claim: %d jobs, pointer %+v; want the two jobs and the lane kept in short-job mode", len(w1.Jobs), w1.Lane)
 	}
 	late := res[0].ID
 	// Placed just after the mark, it vests at most a millisecond after the
@@ -56,20 +55,20 @@ func TestShortEnqueueRetryLandsAfterTheHandOutMark(t *testing.T) {
 	}
 	e.clk.Advance(time.Millisecond)
 	// w1 continues on its lane: the job enqueued meanwhile is its to run.
-	next, err := e.truth.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w1", Max: 10}, Keep: true, Pointer: w1.Pointer})
+	next, err := e.truth.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w1", Max: 10, Keep: true, Lane: w1.Lane})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(next.Jobs) != 1 || next.Jobs[0].ID != late {
 		ks, _ := e.laneKeys(t, e.lane0("email", ""))
-		t.Fatalf("w1's next claim handed out %d jobs; want the late job %s (lane keys %+v, cursor %x)", len(next.Jobs), late, ks, w1.Pointer.cursor)
+		t.Fatalf("w1's next claim handed out %d jobs; want the late job %s (lane keys %+v, cursor %x)", len(next.Jobs), late, ks, w1.Lane.cursor)
 	}
 	// w1 dies; the takeover counts the runs of what w1 handed out: each of
 	// the three ran once and is dead-lettered (MaxAttempts 1) — none unrun.
-	e.clk.Advance(e.q.opts.PointerLease + time.Second)
+	e.clk.Advance(e.q.opts.LaneLeaseTime + time.Second)
 	dead := 0
 	for i := 0; i < 3; i++ {
-		r, err := e.truth.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w2", Max: 10}})
+		r, err := e.truth.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w2", Max: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

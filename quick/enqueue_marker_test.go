@@ -20,7 +20,7 @@ func (e *zenv) laneIDs(t *testing.T) map[ID]int {
 }
 
 func TestZoneEnqueueRepeatingAnIDStoresTheOthers(t *testing.T) {
-	e := newZEnv(t, Options{Layout: LayoutZones, ZoneLanes: 1}, nil)
+	e := newZEnv(t, Options{ZoneLanes: 1}, nil)
 	a, b := NewID(e.clk.Now()), NewID(e.clk.Now())
 	if _, err := e.q.Enqueue(e.ctx, NewJob{ID: a, TaskType: "email"}); err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestZoneEnqueueRepeatingAnIDStoresTheOthers(t *testing.T) {
 }
 
 func TestZoneEnqueueMarksOnlyTheJobsItStored(t *testing.T) {
-	e := newZEnv(t, Options{Layout: LayoutZones, ZoneLanes: 1}, nil)
+	e := newZEnv(t, Options{ZoneLanes: 1}, nil)
 	held, err := e.q.Enqueue(e.ctx, NewJob{TaskType: "email", UniqueKey: "u"})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestZoneEnqueueMarksOnlyTheJobsItStored(t *testing.T) {
 	}
 	// The holder completes: the key is free, and a (never stored) is
 	// enqueued for real.
-	c, err := e.q.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute}})
+	c, err := e.q.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 10, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,12 @@ var (
 	ErrTooLarge        = errors.New("quick: value too large")
 )
 
-// ErrConfigMismatch means Options disagree with what the queue stored when
-// it was created (its lane count): producers and workers must agree, so
-// Open refuses rather than drift. Open with Lanes 0 to adopt the stored one.
-var ErrConfigMismatch = errors.New("quick: options disagree with the stored queue config")
+// ErrSchema1 is returned by Open for a queue that holds jobs of the removed
+// schema-1 layout (schedule keys under S (1, "s")): no release ever wrote
+// them, and nothing reads them any more, so Open refuses rather than leave
+// them unseen. Drain the queue with a build that still has schema 1, or
+// clear its subspace.
+var ErrSchema1 = errors.New("quick: the queue holds jobs of the removed schema-1 layout")
 
 // ErrNotFound is returned for a job ID the queue does not hold.
 var ErrNotFound = errors.New("quick: job not found")

@@ -36,7 +36,7 @@ func ExampleQueue_InsertTx() {
 	if err != nil {
 		panic(err)
 	}
-	res, _ := q.Claim(ctx, quick.ClaimOptions{TaskType: "send_email", Holder: "example"})
+	res, _ := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "send_email", Holder: "example"})
 	args, _ := quick.DecodeArgs[SendEmail](res.Jobs[0].Payload)
 	fmt.Println(res.Jobs[0].ID == id, args.To)
 	// Output: true ada@example.com

@@ -130,7 +130,7 @@ func zleaseTokens(ls []Lease) []uint64 {
 func (l Lease) token() uint64 {
 	switch {
 	case l.zl == nil:
-		return l.sv.Token
+		return 0
 	case l.zl.ptr == nil:
 		return l.zl.v.Token
 	}

@@ -34,9 +34,9 @@ func newZIEnv(t testing.TB, opts Options) *zienv {
 	raw, space := fdbtest.Open(t)
 	clk := clock.NewFake(ziEpoch)
 	opts.Clock = clk
-	opts.Layout = LayoutZones
+	// zones is the only layout
 	if opts.TaskTypes == nil {
-		opts.TaskTypes = map[string]TaskTypeOptions{"email": {Trackable: true}}
+		opts.TaskTypes = map[string]TaskTypeOptions{"email": {}}
 	}
 	ctx := context.Background()
 	q, err := Open(ctx, raw, space, opts)

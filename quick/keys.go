@@ -1,21 +1,111 @@
 package quick
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/zeebo/xxh3"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// zoneSchema is the first element of the zones layout's keys under the
-// user's subspace: schema 1 (the lanes layout) stays beside it and drains
-// while new jobs go to zones (docs/design.md, "Two levels").
+// schemaVersion is the first element of the shared state's keys under the
+// user's subspace; the jobs themselves live under S (2) (zoneSchema).
+const schemaVersion = 1
+
+// The shared state, under the user's subspace S: what is per task type,
+// per queue or rare, kept apart from the zones (zkeys, below):
+//
+//	S (1, "j", id)                            dead letter: the record (deadrecord.go)
+//	S (1, "c", id)                            a dead letter's checkpoint bytes
+//	S (1, "m", id)                            enqueue marker of builds before one marker per call (PurgeMarkers clears them)
+//	S (1, "u", type, uniqueKey)               unique key -> id
+//	S (1, "d", type, deadMs, id)              dead-letter index
+//	S (1, "dn", type)                         dead-letter count (atomic)
+//	S (1, "x", hash)                          quarantined raw entries that did not decode
+//	S (1, "xn")                               quarantine count (atomic)
+//	S (1, "t", type)                          known task types
+//	S (1, "o", id)                            outcome of a waitable job (wait.go)
+//	S (1, "wake", type)                       wake-up key for idle workers
+//	S (1, "sleep", type)                      until when idle workers sleep (atomic max, ms)
+//	S (1, "pause", type), S (1, "pausev")     paused task types (pause.go)
+//	S (1, "cron", ...)                        cron schedules (package cron)
+//	S (1, "zc", slot)                         workers' clock samples, 64 slots (package worker)
+//	S (1, "wp", id)                           worker presence (package worker)
+//
+// S (1, "s", ...) held the schedule keys of the removed schema-1 layout:
+// Open refuses a queue that still has one (ErrSchema1).
+type keys struct {
+	root  tuple.Subspace
+	job   tuple.Subspace
+	ckpt  tuple.Subspace
+	mark  tuple.Subspace
+	uniq  tuple.Subspace
+	dead  tuple.Subspace
+	deadN tuple.Subspace
+	quar  tuple.Subspace
+	quarN []byte
+	types tuple.Subspace
+	// schema1Sched is where schema 1 kept its schedule keys; only Open
+	// reads it, to refuse such a queue.
+	schema1Sched tuple.Subspace
+}
+
+func newKeys(space tuple.Subspace) keys {
+	root := space.Sub(int64(schemaVersion))
+	return keys{
+		root:         root,
+		job:          root.Sub("j"),
+		ckpt:         root.Sub("c"),
+		mark:         root.Sub("m"),
+		uniq:         root.Sub("u"),
+		dead:         root.Sub("d"),
+		deadN:        root.Sub("dn"),
+		quar:         root.Sub("x"),
+		quarN:        root.Pack(tuple.Tuple{"xn"}),
+		types:        root.Sub("t"),
+		schema1Sched: root.Sub("s"),
+	}
+}
+
+// jobKey is where a dead letter's record is.
+func (k keys) jobKey(id ID) []byte  { return k.job.Pack(tuple.Tuple{tuple.UUID(id)}) }
+func (k keys) ckptKey(id ID) []byte { return k.ckpt.Pack(tuple.Tuple{tuple.UUID(id)}) }
+
+// quarKey is where a raw entry that did not decode is kept, named by a hash
+// of its key (a raw key may be up to 10 kB; the hash keeps this one short).
+func (k keys) quarKey(raw []byte) []byte {
+	h := sha256.Sum256(raw)
+	return k.quar.Pack(tuple.Tuple{h[:16]})
+}
+func (k keys) markKey(id ID) []byte { return k.mark.Pack(tuple.Tuple{tuple.UUID(id)}) }
+func (k keys) uniqKey(taskType, unique string) []byte {
+	return k.uniq.Pack(tuple.Tuple{taskType, unique})
+}
+func (k keys) deadKey(taskType string, deadMs int64, id ID) []byte {
+	return k.dead.Pack(tuple.Tuple{taskType, deadMs, tuple.UUID(id)})
+}
+func (k keys) deadCountKey(taskType string) []byte { return k.deadN.Pack(tuple.Tuple{taskType}) }
+func (k keys) typeKey(taskType string) []byte      { return k.types.Pack(tuple.Tuple{taskType}) }
+
+// The sleep/wake keys are shared with worker through internal/wake.
+func (k keys) wakeKey(taskType string) []byte  { return wake.WakeKey(k.root, taskType) }
+func (k keys) sleepKey(taskType string) []byte { return wake.SleepKey(k.root, taskType) }
+
+func rangeOf(s tuple.Subspace) kv.KeyRange {
+	b, e := s.Range()
+	return kv.KeyRange{Begin: b, End: e}
+}
+
+// zoneSchema is the first element of the jobs' keys under the user's
+// subspace (docs/design.md, "Two levels").
 const zoneSchema = 2
 
-// The zones layout (schema 2), under the user's subspace S:
+// The jobs, under the user's subspace S:
 //
 //	S (2, "p", type, prio, ptrMs, laneHash, lane)  pointer index: one entry per lane of a zone that holds jobs
 //	                                               (ptrMs: vesting ms, or its second when vested at write;
@@ -32,8 +122,8 @@ const zoneSchema = 2
 //	Z (5, prio, lane)                              short-job hand-out mark: holder's token, last job handed out
 //
 // Dead letters, quarantine, unique keys, outcomes, task types, wake keys and
-// cron stay where schema 1 keeps them (S (1, ...)): they are rare or per
-// task type, and sharing them keeps one dead-letter list per task type.
+// cron are shared state under S (1, ...) (keys, above): they are rare or per
+// task type.
 type zkeys struct {
 	root  tuple.Subspace // S (2)
 	ptr   tuple.Subspace // S (2, "p")
@@ -171,20 +261,12 @@ func (z zone) parseStateLane(key []byte) (int, bool) {
 	return int(lane), true
 }
 
-// maxZoneLanes bounds a zone's lane count: lanes are hashed with laneOfID.
-const maxZoneLanes = 1024
+// maxZoneLanes bounds a zone's lane count (package lanes).
+const maxZoneLanes = lanes.Max
 
-// laneOfID is a job's lane in a zone of n lanes, where enqueue places it.
-// It depends on the ID only, so a zone whose lane count changed places new
-// jobs by the new count while the old lanes drain; a job leaves its lane
-// only when a claim splits a deep lane (split.go), and its lane always has
-// a pointer while it holds the job.
-func laneOfID(id ID, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	return int(xxh3.Hash(id[:]) % uint64(n))
-}
+// laneOfID is a job's lane in a zone of n lanes, where enqueue places it
+// (lanes.OfID).
+func laneOfID(id ID, n int) int { return lanes.OfID(id, n) }
 
 // pointerKey is a lane's entry in the pointer index, ordered by when the
 // lane next has work (ptrMs, see pointerMs) and then by the lane's hash, so
@@ -194,13 +276,9 @@ func (k zkeys) pointerKey(taskType string, prio Priority, ptrMs, zhash int64, la
 	return k.ptr.Pack(tuple.Tuple{taskType, int64(prio), ptrMs, laneHash(zhash, lane), int64(lane)})
 }
 
-// laneHash spreads the lanes of one zone over the hash space: with the
-// zone's hash alone, a zone's lanes would sit side by side, and a claim
-// starting at a random hash would nearly always land before lane 0 of a
-// single busy zone. Lane 0 keeps the zone's hash.
-func laneHash(zhash int64, lane int) int64 {
-	return int64(uint64(zhash) + uint64(lane)*0x9E3779B97F4A7C15)
-}
+// laneHash spreads the lanes of one zone over the pointer index's hash
+// space (lanes.Spread).
+func laneHash(zhash int64, lane int) int64 { return lanes.Spread(zhash, lane) }
 
 // pointersUntil is a task type's pointers of one priority vesting before
 // untilMs (exclusive); untilMs < 0 means all of them.

@@ -1,17 +1,15 @@
 package quick
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Lease operations on a job of the zones layout (Lease.zl set): the same
-// semantics as lease.go's for schema 1, on keys that hold the whole job.
+// Lease operations on a job (lease.go has the API), on keys that hold the
+// whole job.
 // A per-job lease is the job key moved to its deadline with the lease's
 // token in its value; a short lease (zl.ptr set, short-job mode) is a job
 // key that did not move, protected by its holder's lease on the lane.
@@ -30,8 +28,7 @@ import (
 //	dead letter         deadletter.go
 //
 // ack.go applies acks, extend.go renewals (Extend, Checkpoint); this file
-// holds what they share: the hold checks and the dispatch of batches that
-// mix both layouts.
+// holds what they share: the hold checks.
 
 // Short reports whether l is a short-job lease: its job did not move when
 // it was handed out, and only its holder's lane lease protects it. Extend
@@ -45,7 +42,7 @@ func (zl *zoneLease) key(id ID) []byte { return zl.lane.jobKey(zl.vestMs, id) }
 func zleaseLost(id ID, reason string) error { return &LeaseLostError{ID: id, Reason: reason} }
 
 // zlaneLost is a short lease lost with its lane: the error is a
-// *LeaseLostError (reason "lane") that also wraps ErrPointerLost.
+// *LeaseLostError (reason "lane") that also wraps ErrLaneLost.
 func zlaneLost(id ID, laneErr error) error {
 	return fmt.Errorf("%w: %w", &LeaseLostError{ID: id, Reason: "lane"}, laneErr)
 }
@@ -54,7 +51,7 @@ func zlaneLost(id ID, laneErr error) error {
 // token in a transaction, serializably: a takeover of the lane (a new
 // token) between the read and the commit makes the commit fail.
 type zholds struct {
-	byPtr map[*PointerLease]*zhold // the leases of one hand-out share theirs
+	byPtr map[*LaneLease]*zhold // the leases of one hand-out share theirs
 	byKey map[holdID]*zhold
 }
 
@@ -72,12 +69,12 @@ type zhold struct {
 }
 
 // read issues the lane-state read of p unless one is issued already.
-func (h *zholds) read(tr kv.Transaction, p *PointerLease) {
+func (h *zholds) read(tr kv.Transaction, p *LaneLease) {
 	if _, ok := h.byPtr[p]; ok {
 		return
 	}
 	if h.byPtr == nil {
-		h.byPtr, h.byKey = map[*PointerLease]*zhold{}, map[holdID]*zhold{}
+		h.byPtr, h.byKey = map[*LaneLease]*zhold{}, map[holdID]*zhold{}
 	}
 	key := p.lane.stateKey()
 	id := holdID{state: string(key), token: p.token}
@@ -90,15 +87,15 @@ func (h *zholds) read(tr kv.Transaction, p *PointerLease) {
 }
 
 // check (after read of p or of a copy of it) returns nil when p still holds its lane (a lease that lapsed but
-// was not taken over still holds), an error wrapping ErrPointerLost when
+// was not taken over still holds), an error wrapping ErrLaneLost when
 // not, or the read's error.
-func (h *zholds) check(p *PointerLease) error {
+func (h *zholds) check(p *LaneLease) error {
 	_, err := h.state(p)
 	return err
 }
 
 // state is check that also returns the lane state read.
-func (h *zholds) state(p *PointerLease) (laneState, error) {
+func (h *zholds) state(p *LaneLease) (laneState, error) {
 	z, ok := h.byPtr[p]
 	if !ok {
 		// Another copy of a lane lease read already (read was called
@@ -116,7 +113,7 @@ func (h *zholds) state(p *PointerLease) (laneState, error) {
 		return laneState{}, err
 	}
 	if v == nil || z.s.unmarshal(v) != nil || z.s.Token != p.token {
-		z.err = fmt.Errorf("%w: %s", ErrPointerLost, p.lane)
+		z.err = fmt.Errorf("%w: %s", ErrLaneLost, p.lane)
 	}
 	return z.s, z.err
 }
@@ -128,7 +125,7 @@ func (h *zholds) state(p *PointerLease) (laneState, error) {
 func (q *Queue) zheld(h *zholds, f kv.Future[[]byte], l Lease) (zjobValue, error) {
 	if p := l.zl.ptr; p != nil {
 		if err := h.check(p); err != nil {
-			if IsPointerLost(err) {
+			if IsLaneLost(err) {
 				return zjobValue{}, zlaneLost(l.ID, err)
 			}
 			return zjobValue{}, err
@@ -140,7 +137,10 @@ func (q *Queue) zheld(h *zholds, f kv.Future[[]byte], l Lease) (zjobValue, error
 	}
 	if v == nil {
 		// Claimed by another, moved by an extension, acked or cancelled.
-		return zjobValue{}, zleaseLost(l.ID, "moved")
+		if !mutant.On("quick.moved-key") {
+			return zjobValue{}, zleaseLost(l.ID, "moved")
+		}
+		v = l.zl.v.marshal()
 	}
 	var zv zjobValue
 	if err := zv.unmarshal(v); err != nil {
@@ -155,108 +155,14 @@ func (q *Queue) zheld(h *zholds, f kv.Future[[]byte], l Lease) (zjobValue, error
 	return zv, nil
 }
 
-// ackMixed applies a batch that holds leases of both layouts: each part
-// by its own code, in the same transaction.
-func (q *Queue) ackMixed(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
-	var zi, si []int
-	for i, a := range acks {
-		if a.Lease.zl != nil {
-			zi = append(zi, i)
-		} else {
-			si = append(si, i)
-		}
+// leaseRead is what lease operations read their job key through: the
+// transaction itself, so the read adds a read-conflict range and a claim
+// or ack that moves the key meanwhile makes this commit fail.
+func leaseRead(tr kv.Transaction) kv.ReadTransaction {
+	if mutant.On("quick.conflict-range") {
+		return tr.Snapshot()
 	}
-	out := make([]AckResult, len(acks))
-	run := func(idx []int, f func(kv.Transaction, []plannedAck, []bool) ([]AckResult, error)) error {
-		if len(idx) == 0 {
-			return nil
-		}
-		part := make([]plannedAck, len(idx))
-		var prev []bool
-		if prevApplied != nil {
-			prev = make([]bool, len(idx))
-		}
-		for j, i := range idx {
-			part[j] = acks[i]
-			if prev != nil {
-				prev[j] = prevApplied[i]
-			}
-		}
-		res, err := f(tr, part, prev)
-		if err != nil {
-			return err
-		}
-		for j, i := range idx {
-			out[i] = res[j]
-		}
-		return nil
-	}
-	if err := run(zi, q.zackTx); err != nil {
-		return nil, err
-	}
-	if err := run(si, q.ackTx); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// hasZones reports whether any ack is of a zones lease.
-func hasZones(acks []plannedAck) bool {
-	for _, a := range acks {
-		if a.Lease.zl != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// extendMixed is ExtendMany for a list that holds zones leases: they are
-// extended by zextendMany, the others by ExtendMany.
-func (q *Queue) extendMixed(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
-	var zi, si []int
-	for i, l := range ls {
-		if l.zl != nil {
-			zi = append(zi, i)
-		} else {
-			si = append(si, i)
-		}
-	}
-	out := make([]Lease, len(ls))
-	errs := make([]error, len(ls))
-	run := func(idx []int, f func(context.Context, []Lease, time.Duration) ([]Lease, []error, error)) error {
-		if len(idx) == 0 {
-			return nil
-		}
-		part := make([]Lease, len(idx))
-		for j, i := range idx {
-			part[j] = ls[i]
-		}
-		res, es, err := f(ctx, part, d)
-		if err != nil {
-			return err
-		}
-		for j, i := range idx {
-			out[i], errs[i] = res[j], es[j]
-		}
-		return nil
-	}
-	if err := run(zi, q.zextendMany); err != nil {
-		return nil, nil, err
-	}
-	if err := run(si, q.ExtendMany); err != nil {
-		return nil, nil, err
-	}
-	return out, errs, nil
-}
-
-// hasZoneLeases reports whether any lease is of the zones layout.
-func hasZoneLeases(ls []Lease) bool {
-	for _, l := range ls {
-		if l.zl != nil {
-			return true
-		}
-	}
-	return false
+	return tr
 }
 
 // zlostErrors joins lost leases' errors, each with its index; nil if none.

@@ -212,7 +212,7 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.faulty.SetEnabled(true)
-				got, err := e.q.HandBack(e.ctx, *res.Pointer, res.Jobs, time.Minute)
+				got, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, res.Jobs, time.Minute)
 				if err != nil || len(got) != 1 || got[0].Short() {
 					t.Fatalf("hand back = %+v, %v", got, err)
 				}
@@ -236,7 +236,7 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.faulty.SetEnabled(true)
-				if _, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+				if _, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil {
 					t.Fatalf("hand back = %v", err)
 				}
 				checkFaulted(t, e)
@@ -254,7 +254,7 @@ func TestZoneOperationsRecogniseTheirOwnCommit(t *testing.T) {
 				}
 				e.faulty.SetEnabled(true)
 				e.clk.Advance(time.Second)
-				p2, err := e.q.ExtendPointer(e.ctx, *res.Pointer, 10*time.Second)
+				p2, err := e.q.Consumer().ExtendLane(e.ctx, *res.Lane, 10*time.Second)
 				if err != nil || !p2.Deadline.Equal(zepoch.Add(11*time.Second)) {
 					t.Fatalf("extend pointer = %+v, %v", p2, err)
 				}

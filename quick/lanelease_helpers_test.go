@@ -13,7 +13,7 @@ import (
 )
 
 // Test helpers of the zones-lease branch. Claims are built on another
-// branch (ClaimZone); these place and claim zones jobs by hand, exactly as
+// branch (Claim); these place and claim zones jobs by hand, exactly as
 // docs/design.md "Two levels" says a claim does, so the lease operations
 // can be tested on their own.
 
@@ -44,7 +44,7 @@ func newZEnv(t testing.TB, opts Options, faults *kv.Faults) *zenv {
 	raw, space := fdbtest.Open(t)
 	clk := clock.NewFake(zepoch)
 	opts.Clock = clk
-	opts.Layout = LayoutZones
+	// zones is the only layout
 	if opts.Backoff == nil {
 		opts.Backoff = func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute }
 	}
@@ -217,19 +217,19 @@ func (e *zenv) zclaim(t tb, l laneRef, holder string, lease time.Duration, n int
 	return out
 }
 
-// zshortClaim is what ClaimZone does in short-job mode: acquire a lane
+// zshortClaim is what Claim does in short-job mode: acquire a lane
 // (p nil) or check the one held, and hand out its vested jobs. found is
 // false when no lane was vested.
-func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *PointerLease, max int) (ZoneClaimed, bool, error) {
-	var res ZoneClaimed
+func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *LaneLease, max int) (Claimed, bool, error) {
+	var res Claimed
 	found := false
 	now := q.Now()
 	err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
-		res, found = ZoneClaimed{}, false
-		var held PointerLease
+		res, found = Claimed{}, false
+		var held LaneLease
 		if p == nil {
 			var err error
-			held, found, _, err = q.acquire(tr, taskType, holder, 0, q.opts.PointerLease, true, now)
+			held, found, _, err = q.acquire(tr, taskType, holder, 0, q.opts.LaneLeaseTime, true, now)
 			if err != nil || !found {
 				return err
 			}
@@ -240,11 +240,11 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Poin
 			}
 			found = true
 		}
-		if err := q.takeShort(tr, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: taskType, Holder: holder, Max: max}}, &held, now, &res, nil); err != nil {
+		if err := q.takeShort(tr, ClaimOptions{TaskType: taskType, Holder: holder, Max: max}, &held, now, &res, nil); err != nil {
 			return err
 		}
-		if res.Pointer != nil {
-			q.saveHold(tr, res.Pointer)
+		if res.Lane != nil {
+			q.saveHold(tr, res.Lane)
 		}
 		return nil
 	})
@@ -254,21 +254,21 @@ func zshortClaim(ctx context.Context, q *Queue, taskType, holder string, p *Poin
 // zacquireClaim is a per-job-lease claim of the zones layout: it acquires
 // a lane (as a worker that finds a lapsed short lane does), takes its
 // vested jobs with per-job leases and hands the lane back.
-func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time.Duration, n int) (PointerLease, []Lease) {
+func (e *zenv) zacquireClaim(t tb, q *Queue, taskType, holder string, lease time.Duration, n int) (LaneLease, []Lease) {
 	t.Helper()
-	var p PointerLease
+	var p LaneLease
 	var out []Lease
 	now := q.Now()
 	err := q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
 		var found bool
 		var err error
-		p, found, _, err = q.acquire(tr, taskType, holder, 0, q.opts.PointerLease, false, now)
+		p, found, _, err = q.acquire(tr, taskType, holder, 0, q.opts.LaneLeaseTime, false, now)
 		if err != nil || !found {
 			out = nil
 			return err
 		}
 		if p.Lapsed && p.lapsedShort != 0 {
-			// As ClaimZone does: count a lapsed short holder's runs.
+			// As Claim does: count a lapsed short holder's runs.
 			if err := q.countLapsedShort(tr, &p); err != nil {
 				return err
 			}

@@ -297,35 +297,6 @@ func TestZoneDeadLetterFields(t *testing.T) {
 	}
 }
 
-// A batch that holds leases of both layouts applies each by its own code.
-func TestAckMixesLayouts(t *testing.T) {
-	e := newZEnv(t, Options{}, nil)
-	lanesQ, err := Open(e.ctx, e.raw, e.space, Options{Clock: e.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lanesQ.Enqueue(e.ctx, NewJob{TaskType: "email"}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := lanesQ.Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
-	if err != nil || len(c.Jobs) != 1 {
-		t.Fatalf("schema-1 claim %+v, %v", c, err)
-	}
-	_, zl := e.claimOne(t, zjob{})
-	_, zl2 := e.claimOne(t, zjob{})
-	res, err := e.q.Ack(e.ctx, Ack{Lease: zl, Kind: AckComplete}, Ack{Lease: c.Jobs[0], Kind: AckComplete}, Ack{Lease: zl2, Kind: AckSnooze, Delay: time.Hour})
-	if err != nil || len(res) != 3 || !res[2].RunAt.Equal(zepoch.Add(time.Hour)) {
-		t.Fatalf("mixed ack = %+v, %v", res, err)
-	}
-	if info, err := lanesQ.Get(e.ctx, c.Jobs[0].ID); err != nil || info.State != StateFinished {
-		t.Fatalf("schema-1 job after the mixed ack: %+v, %v", info, err)
-	}
-	ls, errs, err := e.q.ExtendMany(e.ctx, []Lease{zl, c.Jobs[0]}, time.Minute)
-	if err != nil || !IsLeaseLost(errs[0]) || !IsLeaseLost(errs[1]) || ls[0].ID != zl.ID {
-		t.Fatalf("mixed extend of finished jobs = %v, %v", errs, err)
-	}
-}
-
 // Ack splits zones acks into bounded transactions, by count and by bytes.
 func TestZoneAckSplitsByCountAndBytes(t *testing.T) {
 	e := newZEnv(t, Options{}, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // Lanes inside a zone (docs/design.md, "Two levels").
@@ -52,19 +53,20 @@ import (
 // conflicts with it (and with another growth), retries and grows from the
 // count it then reads.
 // The jobs of the transaction that grows are placed by the old count; the
-// next transactions spread theirs over the new lanes. A lane handed back
-// with vested jobs left is filed at the start of its second (pointer.go),
-// up to 999 ms before the hand-back, hence 2 s and not zoneGrowWait alone.
+// next transactions spread theirs over the new lanes. New vested work's
+// pointer is filed at the last ms of the second before its own
+// (pointer.go, freshMs), up to 1,000 ms before it was written, hence 2 s
+// and not zoneGrowWait alone.
 //
 // Growth never shrinks a zone; SetZoneLanes sets any count from 1 to 1024.
 
 // zoneGrowWait is how long the oldest job a claim takes must have waited
-// for the claim to grow its zone.
-const zoneGrowWait = time.Second
+// for the claim to grow its zone (lanes.GrowWait).
+const zoneGrowWait = lanes.GrowWait
 
 // zoneStaleMs is how long an unleased pointer must have been vested for an
 // enqueue into its lane to grow the zone: zoneGrowWait, plus the second a
-// vested pointer's filing time may lag its hand-back.
+// new-work pointer's filing time may lag its write (freshMs).
 const zoneStaleMs = int64(zoneGrowWait/time.Millisecond) + pointerBucketMs
 
 // zoneGrowSample is how many of the jobs a claim took are checked to hash
@@ -93,7 +95,7 @@ func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], 
 	if err := tr.AddReadConflictKey(l.z.metaKey()); err != nil {
 		return n, err
 	}
-	grown := min(2*n, q.opts.MaxZoneLanes)
+	grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 	m := zoneMeta{Lanes: int64(grown)}
 	tr.Set(l.z.metaKey(), m.marshal())
 	q.opts.Logger.Info("quick: growing a backlogged zone", "zone", l.String(), "lanes", grown,
@@ -105,7 +107,7 @@ func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], 
 // and left vested jobs behind found its lane backlogged: the oldest job it
 // took waited at least zoneGrowWait.
 func zoneBacklogged(taken []zjobKey, nowMs int64) bool {
-	return len(taken) > 0 && nowMs-taken[0].VestMs >= zoneGrowWait.Milliseconds()
+	return len(taken) > 0 && lanes.Backlogged(taken[0].VestMs, nowMs)
 }
 
 // growBackloggedZones doubles, up to Options.MaxZoneLanes, the lanes of
@@ -129,7 +131,7 @@ func (q *Queue) growBackloggedZones(tr kv.Transaction, c *coverer, lanesOf map[s
 			done = map[string]bool{}
 		}
 		done[k] = true // once per zone and transaction
-		grown := min(2*n, q.opts.MaxZoneLanes)
+		grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 		m := zoneMeta{Lanes: int64(grown)}
 		if !mutant.On("quick.grow-blind") {
 			if err := tr.AddReadConflictKey(it.l.z.metaKey()); err != nil {

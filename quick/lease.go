@@ -1,14 +1,12 @@
 package quick
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/leasetoken"
-	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -38,11 +36,7 @@ type Lease struct {
 	Holder      string
 	LastError   string // the previous attempt's error, if it failed
 
-	key  []byte
-	lane int
-	sv   schedValue
-	// zl is set for a job of the zones layout (schema 2); key, lane and sv
-	// then describe nothing.
+	// zl is where the job is and what its key holds (zone.go).
 	zl *zoneLease
 }
 
@@ -52,8 +46,13 @@ func init() {
 	leasetoken.Of = func(a any) uint64 { return a.(Lease).token() }
 }
 
-// Lane returns the lane the job's schedule key is in now.
-func (l Lease) Lane() int { return l.lane }
+// Lane returns the hash lane of its zone that the job's key is in.
+func (l Lease) Lane() int {
+	if l.zl == nil {
+		return 0
+	}
+	return l.zl.lane.lane
+}
 
 // AckKind says how a lease ends or changes.
 type AckKind int
@@ -119,12 +118,12 @@ type AckResult struct {
 // ErrLeaseLost)) next to the complete results, so a caller that checks only
 // the error still learns of them. Any other error comes with no results.
 //
-// Keys: reads S(1,"s",...) of each lease (serializable: a concurrent claim of
-// the same job conflicts); for AckFail, AckSnooze, AckRelease and
-// AckDeadLetter also S(1,"j",id). Complete clears S(1,"s",...), S(1,"j",id),
-// and S(1,"c",id) and S(1,"u",...) when present; the others clear the
-// schedule key and set a new one and the record (dead letters: the record,
-// S(1,"d",type,ms,id) and an atomic add to S(1,"dn",type)).
+// Keys: reads each job key (serializable: a concurrent claim of the same
+// job conflicts) and, for short leases, each lane's state once. Complete
+// clears the job key (and its blobs, unique key, lookup index, and sets the
+// outcome of a waitable job); fail, snooze and release clear it and set it
+// at its new vesting time (moving the lane's pointer earlier when needed);
+// a dead letter writes what zoneDeadLetterTx lists (deadletter.go).
 func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
 	for i, a := range acks {
 		if err := q.checkAck(a); err != nil {
@@ -188,99 +187,15 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 	return out
 }
 
-// ackTx applies acks. prevApplied marks the acks an earlier attempt applied
-// when that attempt may have committed: a lost lease there may be this
-// call's own earlier commit, which ackApplied recognises.
+// ackTx applies acks (ack.go). prevApplied marks the acks an earlier
+// attempt applied when that attempt may have committed: a lost lease there
+// may be this call's own earlier commit, which zackApplied recognises.
 func (q *Queue) ackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
-	if hasZones(acks) {
-		// Leases of the zones layout (lanelease.go).
-		return q.ackMixed(tr, acks, prevApplied)
-	}
-	scheds := make([]kv.Future[[]byte], len(acks))
-	for i, a := range acks {
-		scheds[i] = leaseRead(tr).Get(a.Lease.key)
-	}
-	recs := make([]kv.Future[[]byte], len(acks))
-	for i, a := range acks {
-		if a.Kind != AckComplete || (prevApplied != nil && prevApplied[i]) {
-			recs[i] = tr.Snapshot().Get(q.k.jobKey(a.Lease.ID))
-		}
-	}
-	out := make([]AckResult, len(acks))
-	for i, a := range acks {
-		l, sv, err := q.hold(tr, scheds[i], a.Lease)
-		if err == nil {
-			a.Lease = l
-		}
-		if err != nil {
-			if !IsLeaseLost(err) {
-				return nil, err
-			}
-			out[i].Err = err
-			if prevApplied != nil && prevApplied[i] {
-				if res, ok, err := q.ackApplied(tr, a, recs[i]); err != nil {
-					return nil, err
-				} else if ok {
-					out[i] = res
-				}
-			}
-			continue
-		}
-		if a.Kind == AckComplete {
-			q.completeTx(tr, a.Lease, sv)
-			continue
-		}
-		rv, err := recs[i].Get()
-		if err != nil {
-			return nil, err
-		}
-		var rec record
-		if rv != nil {
-			if err := rec.unmarshal(rv); err != nil {
-				return nil, fmt.Errorf("quick: job %s: %w", a.Lease.ID, err)
-			}
-		} else {
-			// The record is gone while the schedule key stays: rebuild what
-			// the lease knows rather than lose the job.
-			rec = record{TaskType: a.Lease.TaskType, Priority: int64(a.Lease.Priority), ItemSpace: a.Lease.ItemSpace,
-				Payload: a.Lease.Payload, MaxAttempts: sv.MaxAttempts, UniqueKey: sv.UniqueKey, CreatedAtMs: a.Lease.CreatedAt.UnixMilli()}
-		}
-		out[i] = q.replaceTx(tr, a, sv, &rec)
-	}
-	return out, nil
-}
-
-// ackApplied tells whether an earlier attempt of this ack committed: the
-// outcome it planned is in the database.
-func (q *Queue) ackApplied(tr kv.Transaction, a plannedAck, recF kv.Future[[]byte]) (AckResult, bool, error) {
-	rv, err := recF.Get()
-	if err != nil {
-		return AckResult{}, false, err
-	}
-	var rec record
-	if rv != nil {
-		if err := rec.unmarshal(rv); err != nil {
-			return AckResult{}, false, nil
-		}
-	}
-	switch {
-	case a.Kind == AckComplete:
-		return AckResult{}, rv == nil, nil
-	case rv != nil && rec.State == stateDead && rec.DeadAtMs == a.now.UnixMilli():
-		return AckResult{Dead: true}, true, nil
-	case a.Kind == AckDeadLetter:
-		return AckResult{}, false, nil
-	}
-	key, _, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, a.runAt, a.Lease.ID, q.lanes)
-	v, err := tr.Get(key).Get()
-	if err != nil || v == nil {
-		return AckResult{}, false, err
-	}
-	return AckResult{RunAt: time.UnixMilli(vestMs)}, true, nil
+	return q.zackTx(tr, acks, prevApplied)
 }
 
 func (q *Queue) checkAck(a Ack) error {
-	if a.Lease.key == nil && a.Lease.zl == nil {
+	if a.Lease.zl == nil {
 		return fmt.Errorf("%w: the lease was not returned by Claim", ErrInvalidOption)
 	}
 	switch a.Kind {
@@ -293,148 +208,6 @@ func (q *Queue) checkAck(a Ack) error {
 		return fmt.Errorf("%w: unknown ack kind %d", ErrInvalidOption, a.Kind)
 	}
 	return nil
-}
-
-// held checks that the lease still holds its job and returns the schedule
-// value stored now.
-func (q *Queue) held(f kv.Future[[]byte], l Lease) (schedValue, error) {
-	v, err := f.Get()
-	if err != nil {
-		return schedValue{}, err
-	}
-	if v == nil {
-		// The key is not where the lease says: the job was claimed by
-		// another, extended, acked or cancelled.
-		if !mutant.On("quick.moved-key") {
-			return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "moved"}
-		}
-		v = l.sv.marshal()
-	}
-	var sv schedValue
-	if err := sv.unmarshal(v); err != nil {
-		return schedValue{}, fmt.Errorf("quick: job %s: %w", l.ID, err)
-	}
-	// The key is where the lease says, but it may be another lease's: a
-	// lease that lapsed, was claimed by another at exactly its deadline and
-	// released, leaves an identical key. Only the token tells them apart.
-	if sv.Token != l.sv.Token && !mutant.On("quick.token") {
-		return schedValue{}, &LeaseLostError{ID: l.ID, Reason: "token"}
-	}
-	return sv, nil
-}
-
-// hold checks that the lease still holds its job, as held does, and finds
-// the lease where the lease index says it is when its key moved: a renewal
-// of this very lease may have committed with its outcome unknown to the
-// holder (its context ended while the commit was in flight), leaving the
-// holder with the old key. The token, unique per claim and kept by every
-// extension, says the lease is the holder's own wherever its key is. It
-// returns the lease as it stands.
-func (q *Queue) hold(tr kv.Transaction, f kv.Future[[]byte], l Lease) (Lease, schedValue, error) {
-	sv, err := q.held(f, l)
-	var lost *LeaseLostError
-	if err == nil || !errors.As(err, &lost) || lost.Reason != "moved" {
-		return l, sv, err
-	}
-	iv, ierr := leaseRead(tr).Get(q.k.leaseKey(l.ID)).Get()
-	if ierr != nil {
-		return l, schedValue{}, ierr
-	}
-	if iv == nil {
-		return l, schedValue{}, err
-	}
-	ms, derr := decodeLeaseIndex(iv)
-	if derr != nil {
-		return l, schedValue{}, err
-	}
-	lane := laneOf(l.TaskType, l.Priority, ms, l.ID, q.lanes)
-	key := q.k.schedKey(l.TaskType, lane, l.Priority, ms, l.ID)
-	if bytes.Equal(key, l.key) {
-		return l, schedValue{}, err
-	}
-	moved := l
-	moved.key, moved.lane = key, lane
-	msv, merr := q.held(leaseRead(tr).Get(key), moved)
-	if merr != nil {
-		if IsLeaseLost(merr) {
-			return l, schedValue{}, err
-		}
-		return l, schedValue{}, merr
-	}
-	moved.sv, moved.Deadline = msv, time.UnixMilli(ms)
-	return moved, msv, nil
-}
-
-// leaseRead is what lease operations read their schedule key through: the
-// transaction itself, so the read adds a read-conflict range and a claim
-// or ack that moves the key meanwhile makes this commit fail.
-func leaseRead(tr kv.Transaction) kv.ReadTransaction {
-	if mutant.On("quick.conflict-range") {
-		return tr.Snapshot()
-	}
-	return tr
-}
-
-func (q *Queue) completeTx(tr kv.Transaction, l Lease, sv schedValue) {
-	q.recordOutcome(tr, l.ID, sv.Flags, OutcomeCompleted, sv.Attempt, "")
-	tr.Clear(l.key)
-	tr.Clear(q.k.jobKey(l.ID))
-	tr.Clear(q.k.leaseKey(l.ID))
-	if sv.hasCheckpoint() {
-		tr.Clear(q.k.ckptKey(l.ID))
-	}
-	if sv.UniqueKey != "" {
-		tr.Clear(q.k.uniqKey(l.TaskType, sv.UniqueKey))
-	}
-}
-
-// replaceTx carries out a fail, snooze, release or dead-letter.
-func (q *Queue) replaceTx(tr kv.Transaction, a plannedAck, sv schedValue, rec *record) AckResult {
-	errText := truncate(a.Error, maxErrorLen)
-	switch a.Kind {
-	case AckDeadLetter:
-		q.deadLetterTx(tr, a.now, a.Lease.key, a.Lease.ID, sv, rec, errText)
-		return AckResult{Dead: true}
-	case AckFail:
-		if sv.MaxAttempts > 0 && sv.Attempt >= sv.MaxAttempts {
-			q.deadLetterTx(tr, a.now, a.Lease.key, a.Lease.ID, sv, rec, errText)
-			return AckResult{Dead: true}
-		}
-		rec.LastError = errText
-	case AckSnooze, AckRelease:
-		sv.Attempt--
-	}
-	runAt := a.runAt
-	if sv.Attempt < 0 {
-		sv.Attempt = 0
-	}
-	sv.Token, sv.Holder, sv.LeasedAtMs = 0, "", 0
-	key, lane, vestMs := q.k.place(a.Lease.TaskType, a.Lease.Priority, runAt, a.Lease.ID, q.lanes)
-	tr.Clear(a.Lease.key)
-	tr.Set(key, sv.marshal())
-	tr.Clear(q.k.leaseKey(a.Lease.ID)) // the record says where it is now
-	rec.PlacedAtMs, rec.PlacedLane, rec.Attempts = vestMs, int64(lane), sv.Attempt
-	tr.Set(q.k.jobKey(a.Lease.ID), rec.marshal())
-	return AckResult{RunAt: time.UnixMilli(vestMs)}
-}
-
-// deadLetterTx moves a job to the dead letters: its schedule key goes, its
-// record stays (marked dead, with its payload and checkpoint, for inspection
-// and requeue), and the dead-letter index gets a key ordered by time.
-func (q *Queue) deadLetterTx(tr kv.Transaction, now time.Time, key []byte, id ID, sv schedValue, rec *record, errText string) {
-	q.recordOutcome(tr, id, sv.Flags, OutcomeDeadLettered, sv.Attempt, errText)
-	tr.Clear(key)
-	rec.State = stateDead
-	rec.DeadAtMs = now.UnixMilli()
-	rec.LastError = errText
-	rec.Attempts = sv.Attempt
-	tr.Set(q.k.jobKey(id), rec.marshal())
-	tr.Clear(q.k.leaseKey(id))
-	tr.Set(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id), nil)
-	tr.Add(q.k.deadCountKey(rec.TaskType), le64(1))
-	if sv.UniqueKey != "" {
-		tr.Clear(q.k.uniqKey(rec.TaskType, sv.UniqueKey))
-	}
 }
 
 // Ack applies acks in transactions of its own, split so that each stays far
@@ -508,17 +281,7 @@ func ackSplit(acks []plannedAck, start int) int {
 // each about as long as the schedule key) and, for an ack that rewrites the
 // record, the record. A record holds what the lease holds (the payload
 // never changes after enqueue) plus the error text.
-func ackCost(a plannedAck) int {
-	if a.Lease.zl != nil {
-		return zackCost(a)
-	}
-	n := 256 + 8*len(a.Lease.key)
-	if a.Kind == AckComplete {
-		return n
-	}
-	return n + len(a.Lease.Payload) + len(a.Lease.ItemSpace) + len(a.Lease.TaskType) + len(a.Lease.sv.UniqueKey) +
-		len(a.Lease.LastError) + min(len(a.Error), maxErrorLen) + len(a.Lease.sv.Holder)
-}
+func ackCost(a plannedAck) int { return zackCost(a) }
 
 // Complete deletes a finished job.
 func (q *Queue) Complete(ctx context.Context, l Lease) error {
@@ -588,7 +351,8 @@ func (q *Queue) ackOneTx(tr kv.Transaction, a Ack) error {
 }
 
 // Extend moves the lease's deadline to now + d and returns the new lease.
-// It rewrites only the small schedule key, never the payload or checkpoint.
+// It moves the job key; a payload or checkpoint over InlinePayload stays
+// where it is, in its own key.
 func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, error) {
 	ls, errs, err := q.ExtendMany(ctx, []Lease{l}, d)
 	if err != nil {
@@ -601,105 +365,14 @@ func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (Lease, er
 // lost lease fails only its own entry in errs, and its Lease comes back
 // unchanged.
 //
-// Keys: per lease, reads S(1,"s",...) and clears it, sets the new one and
-// the lease index S(1,"l",id). Bound: 500 leases a transaction, each a
-// schedule key and value of at most about 1.2 kB (unique key 512 bytes,
-// holder 256), so under 1 MB.
+// Keys: per lease, reads the job key (and a short lease's lane state) and
+// moves it (zextendMany, extend.go). Bound: 500 leases and about 1 MB a
+// transaction (zmoveSplit).
 func (q *Queue) ExtendMany(ctx context.Context, ls []Lease, d time.Duration) ([]Lease, []error, error) {
 	if err := q.checkLease(d); err != nil {
 		return nil, nil, err
 	}
-	if hasZoneLeases(ls) {
-		return q.extendMixed(ctx, ls, d)
-	}
-	out := make([]Lease, len(ls))
-	errs := make([]error, len(ls))
-	applied := make([]bool, len(ls))
-	deadline := q.Now().Add(d)
-	for start := 0; start < len(ls); start += extendBatch {
-		end := min(start+extendBatch, len(ls))
-		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-			fs := make([]kv.Future[[]byte], end-start)
-			for i := range fs {
-				fs[i] = leaseRead(tr).Get(ls[start+i].key)
-			}
-			for i, f := range fs {
-				l := ls[start+i]
-				l, sv, err := q.hold(tr, f, l)
-				if err != nil {
-					if !IsLeaseLost(err) {
-						return err
-					}
-					out[start+i], errs[start+i] = l, err
-					if maybeCommitted && applied[start+i] {
-						if moved, ok, err := q.movedTo(tr, l, deadline); err != nil {
-							return err
-						} else if ok {
-							out[start+i], errs[start+i] = moved, nil
-						}
-					}
-					continue
-				}
-				out[start+i], errs[start+i] = q.moveTx(tr, l, sv, deadline), nil
-				applied[start+i] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("quick: extend: %w", err)
-		}
-	}
-	return out, errs, nil
-}
-
-// movedTo tells whether an earlier attempt moved the lease to deadline: the
-// key it planned holds the lease's token.
-func (q *Queue) movedTo(tr kv.Transaction, l Lease, deadline time.Time) (Lease, bool, error) {
-	key, lane, _ := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
-	v, err := tr.Get(key).Get()
-	if err != nil || v == nil {
-		return l, false, err
-	}
-	var sv schedValue
-	if sv.unmarshal(v) != nil || sv.Token != l.sv.Token {
-		return l, false, nil
-	}
-	l.key, l.lane, l.sv = key, lane, sv
-	l.Deadline = deadline.Truncate(time.Millisecond)
-	return l, true, nil
-}
-
-// checkpointed tells whether an earlier attempt of a checkpoint committed:
-// the lease (found by hold) sits at the key the checkpoint moves it to,
-// having moved there from orig, or, when that is orig itself, the stored
-// checkpoint is the one this call writes.
-func (q *Queue) checkpointed(tr kv.Transaction, l, orig Lease, state []byte, deadline time.Time, maybe bool) (bool, error) {
-	if !maybe || !bytes.Equal(l.key, q.k.placeKey(l.TaskType, l.Priority, deadline, l.ID, q.lanes)) {
-		return false, nil
-	}
-	if !bytes.Equal(l.key, orig.key) {
-		return true, nil
-	}
-	ck, err := tr.Get(q.k.ckptKey(l.ID)).Get()
-	return err == nil && ck != nil && bytes.Equal(ck, state) && l.sv.hasCheckpoint(), err
-}
-
-// moveTx moves a held job's schedule key to a new deadline.
-func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.Time) Lease {
-	key, lane, vestMs := q.k.place(l.TaskType, l.Priority, deadline, l.ID, q.lanes)
-	if bytes.Equal(key, l.key) && sv == l.sv {
-		// Already there, as it is: an earlier attempt of this very move
-		// committed (found through the lease index), or the deadline is
-		// the current one. Writing it again would change nothing.
-		l.Deadline = deadline.Truncate(time.Millisecond)
-		return l
-	}
-	tr.Clear(l.key)
-	tr.Set(key, sv.marshal())
-	tr.Set(q.k.leaseKey(l.ID), encodeLeaseIndex(vestMs))
-	l.key, l.lane, l.sv = key, lane, sv
-	l.Deadline = deadline.Truncate(time.Millisecond)
-	return l
+	return q.zextendMany(ctx, ls, d)
 }
 
 // Checkpoint stores progress bytes in the job, so whoever holds it next
@@ -707,7 +380,8 @@ func (q *Queue) moveTx(tr kv.Transaction, l Lease, sv schedValue, deadline time.
 // transaction. The checkpoint is its own key: storing it never rewrites the
 // payload.
 //
-// Keys: reads S(1,"s",...); sets S(1,"c",id); clears and sets S(1,"s",...).
+// Keys: those of zcheckpoint (extend.go): the job key read, cleared and set
+// at the new deadline; Z (4, id) set or cleared.
 func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Duration) (Lease, error) {
 	if len(state) > MaxCheckpointLen {
 		return l, fmt.Errorf("quick: checkpoint of %d bytes: %w (at most %d)", len(state), ErrTooLarge, MaxCheckpointLen)
@@ -715,51 +389,10 @@ func (q *Queue) Checkpoint(ctx context.Context, l Lease, state []byte, d time.Du
 	if err := q.checkLease(d); err != nil {
 		return l, err
 	}
-	if l.zl != nil {
-		return q.zcheckpoint(ctx, l, state, d)
+	if l.zl == nil {
+		return l, fmt.Errorf("%w: the lease was not returned by a claim", ErrInvalidOption)
 	}
-	var out Lease
-	deadline := q.Now().Add(d)
-	applied := false
-	orig := l
-	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
-		l, sv, err := q.hold(tr, leaseRead(tr).Get(l.key), l)
-		if err != nil {
-			if maybeCommitted && applied && IsLeaseLost(err) {
-				moved, ok, merr := q.movedTo(tr, l, deadline)
-				if merr != nil {
-					return merr
-				}
-				if ok {
-					out = moved
-					out.Checkpoint = state
-					return nil
-				}
-			}
-			return err
-		}
-		done, err := q.checkpointed(tr, l, orig, state, deadline, maybeCommitted && applied)
-		if err != nil {
-			return err
-		}
-		if done {
-			// The earlier attempt's checkpoint and move committed together.
-			out = l
-			out.Deadline = deadline.Truncate(time.Millisecond)
-			out.Checkpoint = state
-			return nil
-		}
-		tr.Set(q.k.ckptKey(l.ID), state)
-		sv.Flags |= flagCheckpoint
-		out = q.moveTx(tr, l, sv, deadline)
-		out.Checkpoint = state
-		applied = true
-		return nil
-	})
-	if err != nil {
-		return l, fmt.Errorf("quick: checkpoint: %w", err)
-	}
-	return out, nil
+	return q.zcheckpoint(ctx, l, state, d)
 }
 
 func truncate(s string, n int) string {

@@ -57,7 +57,7 @@ func TestAckErrorJoinsLostLeases(t *testing.T) {
 	if !errors.As(err, &lost) {
 		t.Fatalf("Ack with a lost lease: err %v, want one joining a *LeaseLostError", err)
 	}
-	if info, err := e.q.Get(e.ctx, fresh.ID); err != nil || info.State != quick.StateFinished {
+	if info, err := e.q.Get(e.ctx, fresh.ID); !finished(info, err) {
 		t.Fatalf("the held lease's ack did not apply: %+v %v", info, err)
 	}
 	// Without a lost lease the error is nil.

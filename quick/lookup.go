@@ -11,21 +11,26 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The lookup index of trackable zones-layout jobs (TaskTypeOptions.Trackable).
+// The lookup index of zones-layout jobs.
 //
 // A zones job has no record keyed by its ID: its key Z (0, prio, lane,
-// vestMs, id) sits in its tenant's zone and moves with every claim. A job of
-// a Trackable task type also has S (2, "i", id) -> indexValue, saying where
-// that key is now, kept by every write that places, moves or removes it; so
-// Get, Cancel and RunNow find it with two point reads. Other zones jobs are
-// found by ID only through their lease, their outcome (Waitable) or the dead
-// letters (a zones dead letter is a schema-1 record with flagZones).
+// vestMs, id) sits in its tenant's zone and moves with every claim. Every
+// job also has S (2, "i", id) -> indexValue, saying where that key is now,
+// kept by every write that places, moves or removes it; so Get, Cancel,
+// RunNow, Wait and Outcome find it with two point reads. A task type may opt
+// out (TaskTypeOptions.Untracked): its jobs are then found by ID only through
+// their lease, their outcome (Waitable) or the dead letters (a zones dead
+// letter is a schema-1 record with flagZones).
 
-// ErrNotTrackable is returned (wrapped) by Get, Cancel and RunNow for an ID
-// the queue holds neither as a schema-1 job nor in the zones lookup index. It
-// wraps ErrNotFound, so IsNotFound holds: the job may be a zones-layout job
-// of a task type that is not Trackable, which no lookup by ID can find.
-var ErrNotTrackable = fmt.Errorf("%w (a zones-layout job is found by ID only if its task type is Trackable, or once dead-lettered)", ErrNotFound)
+// ErrNotTrackable is returned (wrapped) by Get, Cancel, RunNow, Wait and
+// Outcome for an ID the queue holds neither as a schema-1 job nor in the
+// zones lookup index. It wraps ErrNotFound, so IsNotFound holds: the job may
+// be a pending job of an Untracked task type, which no lookup by ID can find.
+var ErrNotTrackable = fmt.Errorf("%w (a zones-layout job of an Untracked task type is found by ID only once dead-lettered or, if waitable, finished)", ErrNotFound)
+
+// tracked says whether new jobs of a task type get a lookup index entry:
+// all but those of an Untracked type.
+func (q *Queue) tracked(taskType string) bool { return !q.opts.TaskTypes[taskType].Untracked }
 
 // indexValue is the value of S (2, "i", id): the zone and the job key's
 // place in it.
@@ -36,6 +41,9 @@ type indexValue struct {
 	Priority  Priority
 	Lane      int
 	VestMs    int64
+	// Flags are the job's flags (flagWaitable ...), so that Wait and
+	// Outcome tell a waitable pending job with one read.
+	Flags uint64
 }
 
 func (v *indexValue) marshal() []byte {
@@ -46,6 +54,9 @@ func (v *indexValue) marshal() []byte {
 	b = wire.AppendVarint(b, 4, uint64(v.Priority))
 	b = wire.AppendVarint(b, 5, uint64(v.Lane))
 	b = wire.AppendVarint(b, 6, uint64(v.VestMs))
+	if v.Flags != 0 {
+		b = wire.AppendVarint(b, 7, v.Flags)
+	}
 	return b
 }
 
@@ -68,6 +79,8 @@ func (v *indexValue) unmarshal(b []byte) error {
 			lane = x
 		case 6:
 			v.VestMs = int64(x)
+		case 7:
+			v.Flags = x
 		}
 		return nil
 	})
@@ -101,7 +114,7 @@ func (v *indexValue) lane() laneRef {
 	}
 }
 
-// indexSet records where a trackable job's key is (flags has flagTrackable);
+// indexSet records where a tracked job's key is (flags has flagTrackable);
 // every write that places or moves a zones-layout job key calls it. It
 // writes nothing for other jobs.
 //
@@ -110,11 +123,11 @@ func (q *Queue) indexSet(tr kv.Transaction, l laneRef, vestMs int64, id ID, flag
 	if flags&flagTrackable == 0 {
 		return
 	}
-	v := indexValue{Zone: l.z.space.Bytes(), ItemSpace: l.z.itemSpace, TaskType: l.z.taskType, Priority: l.prio, Lane: l.lane, VestMs: vestMs}
+	v := indexValue{Zone: l.z.space.Bytes(), ItemSpace: l.z.itemSpace, TaskType: l.z.taskType, Priority: l.prio, Lane: l.lane, VestMs: vestMs, Flags: flags & flagWaitable}
 	tr.Set(q.zk.indexKey(id), v.marshal())
 }
 
-// indexClear removes a trackable job's lookup index entry when its key is
+// indexClear removes a tracked job's lookup index entry when its key is
 // removed for good (completed, cancelled, dead-lettered).
 //
 // Keys: clears S (2, "i", id).
@@ -165,10 +178,7 @@ func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobI
 // key and its payload blob, read at once.
 func (q *Queue) lookupZone(rt kv.ReadTransaction, id ID, iv []byte) (JobInfo, []byte, error) {
 	if iv == nil {
-		if q.opts.Layout == LayoutZones {
-			return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotTrackable, id)
-		}
-		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return JobInfo{}, nil, fmt.Errorf("%w: %s", ErrNotTrackable, id)
 	}
 	var ix indexValue
 	if err := ix.unmarshal(iv); err != nil {
@@ -252,7 +262,8 @@ func (q *Queue) cancelZoneTx(tr kv.Transaction, info JobInfo, key []byte) error 
 // same value) and covers the lane, so that its pointer vests by then.
 //
 // Keys: reads the job key (serializable: a claim or cancel meanwhile
-// conflicts) and the lane state (cover); clears the old key, sets the new
+// conflicts) and the lane state (cover) and, for a short-job task type, the
+// lane's hand-out mark (vestAfterHandout); clears the old key, sets the new
 // one and S (2, "i", id); may move the lane's pointer.
 func (q *Queue) runNowZoneTx(tr kv.Transaction, info JobInfo, key []byte, nowMs int64) error {
 	r := info.zl
@@ -263,9 +274,14 @@ func (q *Queue) runNowZoneTx(tr kv.Transaction, info JobInfo, key []byte, nowMs 
 	if v == nil {
 		return fmt.Errorf("%w: %s moved meanwhile", ErrNotFound, info.ID)
 	}
+	// Never behind a short-job holder's hand-out mark (issue 22, item 1).
+	vestMs, err := q.vestAfterHandout(tr, r.lane, nowMs, info.ID)
+	if err != nil {
+		return err
+	}
 	tr.Clear(key)
-	tr.Set(r.lane.jobKey(nowMs, info.ID), v)
-	q.indexSet(tr, r.lane, nowMs, info.ID, r.v.Flags)
+	tr.Set(r.lane.jobKey(vestMs, info.ID), v)
+	q.indexSet(tr, r.lane, vestMs, info.ID, r.v.Flags)
 	tr.Add(q.k.wakeKey(info.TaskType), le64(1))
-	return q.cover(tr, r.lane, nowMs, nowMs)
+	return q.cover(tr, r.lane, vestMs, nowMs)
 }

@@ -91,11 +91,6 @@ const MaxTagLen = 255
 
 // Options configure a Queue. The zero value is usable.
 type Options struct {
-	// Lanes is the number of hash lanes per task type. It is stored in the
-	// database when the queue is first opened (16 when zero), since
-	// producers and workers must agree: a later Open with another nonzero
-	// count fails with ErrConfigMismatch, and zero adopts the stored one.
-	Lanes int
 	// Clock is the queue's time; tests inject a clock.Fake. Default real.
 	Clock clock.Clock
 	// MaxLease caps any lease (claim or extension), so a job whose holder
@@ -136,14 +131,7 @@ type Options struct {
 	// it. Default 24 h.
 	OutcomeRetention time.Duration
 
-	// Layout chooses where new jobs go: LayoutLanes (schema 1, the default
-	// for now) or LayoutZones (schema 2: one queue per tenant and task type
-	// plus a pointer index, docs/design.md "Two levels"). Jobs already
-	// stored in the other layout keep running: a queue opened with
-	// LayoutZones still claims, acks and inspects schema-1 jobs until they
-	// have drained.
-	Layout Layout
-	// ZoneSpace places a tenant's zones (LayoutZones): the subspace under
+	// ZoneSpace places a tenant's zones: the subspace under
 	// which the queue keeps the jobs of ItemSpace itemSpace, one zone per
 	// task type below it. Put it inside the tenant's own subspace, next to
 	// its data, so that copying or clearing that subspace carries its jobs
@@ -152,8 +140,8 @@ type Options struct {
 	// queue's own. Nil keeps zones under the queue's subspace, at
 	// S (2, "z", itemSpace).
 	ZoneSpace func(itemSpace string) tuple.Subspace
-	// ZoneLanes is how many hash lanes a new zone spreads its jobs over
-	// (LayoutZones); default 1. A busy zone grows its lanes as workers find
+	// ZoneLanes is how many hash lanes a new zone spreads its jobs over;
+	// default 1. A busy zone grows its lanes as workers find
 	// it backlogged, up to MaxZoneLanes, and SetZoneLanes changes them
 	// while workers run.
 	ZoneLanes int
@@ -161,12 +149,12 @@ type Options struct {
 	// or enqueues find it backlogged, or a claim splits a deep lane);
 	// default 64.
 	MaxZoneLanes int
-	// PointerLease is how long a worker holds a lane of a zone it took from
-	// the pointer index before others may take it (LayoutZones); default
+	// LaneLeaseTime is how long a worker holds a lane of a zone it took from
+	// the pointer index before others may take it; default
 	// 5 s. A worker hands the lane back as soon as it has taken its vested
 	// jobs, so the lease only bounds how long a vanished worker hides a
 	// lane; in short-job mode it is also the jobs' lease.
-	PointerLease time.Duration
+	LaneLeaseTime time.Duration
 	// AutomaticIdempotency makes the queue's own enqueue transactions set
 	// FDB's automatic idempotency (transaction option automatic_idempotency,
 	// "in development" in FDB 7.3): a commit whose reply was lost (1021) is
@@ -178,29 +166,6 @@ type Options struct {
 	AutomaticIdempotency bool
 }
 
-// Layout is where a queue puts new jobs.
-type Layout int
-
-const (
-	// LayoutLanes is schema 1: per task type, a fixed number of hash lanes
-	// shared out by a membership-wide assignment.
-	LayoutLanes Layout = iota
-	// LayoutZones is schema 2: a zone per (tenant, task type), hash lanes
-	// inside a zone, and a pointer index of the lanes that hold work, which
-	// workers lease from.
-	LayoutZones
-)
-
-func (l Layout) String() string {
-	switch l {
-	case LayoutLanes:
-		return "lanes"
-	case LayoutZones:
-		return "zones"
-	}
-	return fmt.Sprintf("Layout(%d)", int(l))
-}
-
 // TaskTypeOptions are the retry policy of one task type; a zero field
 // falls back to the queue's Options.
 type TaskTypeOptions struct {
@@ -209,18 +174,19 @@ type TaskTypeOptions struct {
 	MaxAttempts int
 	// Backoff computes the delay before retrying the type's failed jobs.
 	Backoff func(attempt int) time.Duration
-	// ShortJobs runs the type's jobs in short-job mode (LayoutZones): a
+	// ShortJobs runs the type's jobs in short-job mode: a
 	// worker leases the lane it works on instead of each job, and completes
 	// jobs with a clear in batched acks. A job that outlives the lane lease
 	// moves to a lease of its own first. Attempts are counted only when a
 	// lane is taken over from a holder that vanished.
 	ShortJobs bool
-	// Trackable keeps a lookup index of the type's jobs (LayoutZones), so
-	// that Get, Cancel and RunNow find them by ID: one more key set at
-	// enqueue and at each move and cleared at the end. Without it a zones
-	// job is found by ID only through its lease, its outcome (Waitable) or
-	// the dead letters.
-	Trackable bool
+	// Untracked drops the lookup index of the type's jobs. By default every
+	// job has one, S (2, "i", id), so that Get, Cancel, RunNow and Wait find
+	// it by ID: one more key set at enqueue and at each move and cleared at
+	// the end. An untracked job is found by ID only through its outcome
+	// (Waitable) or the dead letters (ErrNotTrackable otherwise);
+	// docs/design.md has both costs.
+	Untracked bool
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
@@ -259,8 +225,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxZoneLanes <= 0 {
 		o.MaxZoneLanes = 64
 	}
-	if o.PointerLease <= 0 {
-		o.PointerLease = 5 * time.Second
+	if o.LaneLeaseTime <= 0 {
+		o.LaneLeaseTime = 5 * time.Second
 	}
 	return o
 }
@@ -274,17 +240,11 @@ func (o Options) validate() error {
 			return fmt.Errorf("%w: TaskTypes[%q].MaxAttempts %d is negative", ErrInvalidOption, t, p.MaxAttempts)
 		}
 	}
-	if o.Lanes < 0 || o.Lanes > 4096 {
-		return fmt.Errorf("%w: Lanes %d is outside [0, 4096]", ErrInvalidOption, o.Lanes)
-	}
-	if o.Layout != LayoutLanes && o.Layout != LayoutZones {
-		return fmt.Errorf("%w: unknown %v", ErrInvalidOption, o.Layout)
-	}
 	if o.ZoneLanes > maxZoneLanes || o.MaxZoneLanes > maxZoneLanes {
 		return fmt.Errorf("%w: ZoneLanes %d and MaxZoneLanes %d must be at most %d", ErrInvalidOption, o.ZoneLanes, o.MaxZoneLanes, maxZoneLanes)
 	}
-	if o.PointerLease < time.Second || o.PointerLease > time.Minute {
-		return fmt.Errorf("%w: PointerLease %v is outside [1s, 1m]", ErrInvalidOption, o.PointerLease)
+	if o.LaneLeaseTime < time.Second || o.LaneLeaseTime > time.Minute {
+		return fmt.Errorf("%w: LaneLeaseTime %v is outside [1s, 1m]", ErrInvalidOption, o.LaneLeaseTime)
 	}
 	if o.MaxLease < MinLease {
 		return fmt.Errorf("%w: MaxLease %v is under the minimum lease %v", ErrInvalidOption, o.MaxLease, MinLease)

@@ -10,16 +10,18 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// A pointer written already vested is filed at the start of its second; one
-// for the future keeps its ms, so every entry filed by now is vested.
+// A pointer written already vested for new work is filed at the last ms of
+// the second before its own (its second's new-work ms); one for the future
+// keeps its ms, so every entry filed by now is vested.
 func TestPointerMs(t *testing.T) {
 	for _, c := range []struct{ vest, now, want int64 }{
-		{5_250, 5_250, 5_000},
-		{5_250, 9_000, 5_000},
-		{5_000, 5_000, 5_000},
+		{5_250, 5_250, 4_999},
+		{5_250, 9_000, 4_999},
+		{5_000, 5_000, 4_999},
+		{5_999, 5_999, 4_999},
 		{5_999, 5_998, 5_999}, // future: exact
-		{-250, 0, -1_000},
-		{-1_000, 0, -1_000},
+		{-250, 0, -1_001},
+		{-1_000, 0, -1_001},
 	} {
 		if got := pointerMs(c.vest, c.now); got != c.want {
 			t.Errorf("pointerMs(%d, %d) = %d, want %d", c.vest, c.now, got, c.want)
@@ -31,6 +33,28 @@ func TestPointerMs(t *testing.T) {
 }
 
 var errPeekDone = errors.New("peek done")
+
+// A lane handed back with vested jobs is filed at the hand-back's ms, never
+// at a new-work ms: behind every lane that got work in an earlier ms or in
+// the same second, ahead of the new work of the next second.
+func TestHandBackMs(t *testing.T) {
+	for _, c := range []struct{ now, want int64 }{
+		{5_000, 5_000},
+		{5_250, 5_250},
+		{5_998, 5_998},
+		{5_999, 5_998}, // the next second's new-work ms
+		{-1, -2},
+		{0, 0},
+	} {
+		got := handBackMs(c.now)
+		if got != c.want {
+			t.Errorf("handBackMs(%d) = %d, want %d", c.now, got, c.want)
+		}
+		if isFreshMs(got) || got > c.now || got <= freshMs(c.now) || got >= freshMs(c.now)+pointerBucketMs {
+			t.Errorf("handBackMs(%d) = %d: a new-work ms, in the future, or not between this second's new work and the next's", c.now, got)
+		}
+	}
+}
 
 // acquireMany runs acquire n times without committing and returns the
 // zones it picked.
@@ -96,7 +120,7 @@ func TestClaimTakesTheOldestSecondFirst(t *testing.T) {
 	e.enqueue(t, young...)
 	e.clk.Advance(time.Second)
 	take := func(claim int) string {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 10}})
+		c := e.claim(t, ClaimOptions{Max: 10})
 		if len(c.Jobs) == 0 {
 			t.Fatalf("claim %d took nothing", claim)
 		}

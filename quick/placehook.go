@@ -36,7 +36,7 @@ func placeZone(ctx context.Context, q *Queue, in NewJob) (ID, error) {
 		}
 		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanes)}
 		v := zjobValue{MaxAttempts: int64(j.MaxAttempts), Flags: q.waitFlag(j.NewJob), Payload: j.Payload}
-		if q.opts.TaskTypes[j.TaskType].Trackable {
+		if q.tracked(j.TaskType) {
 			v.Flags |= flagTrackable
 		}
 		if len(v.Payload) > InlinePayload {

@@ -2,8 +2,8 @@ package quick
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -25,26 +25,63 @@ func (q *Queue) pointerKeyOf(l laneRef, ptrMs int64) []byte {
 	return q.zk.pointerKey(l.z.taskType, l.prio, ptrMs, l.z.hash, l.lane)
 }
 
-// pointerBucketMs is the pointer index's time grain for vested work: a
-// pointer written already vested (an enqueue for now, a lane handed back
-// with vested jobs left) is filed at the start of its second, among the
-// others of that second in random (hash) order; a pointer written for the
-// future (a delayed job, a lease deadline) is filed at its exact ms. Claims
-// take the oldest second first, and start at a random place inside it
-// (acquire): docs/design.md, "Choosing a pointer".
+// pointerBucketMs is the pointer index's time grain for new vested work: a
+// pointer written already vested for a lane that had none (an enqueue for
+// now, a chunk of a split) is filed with the other new work of its second,
+// in random (hash) order; a pointer written for the future (a delayed job, a
+// lease deadline) is filed at its exact ms, and a lane handed back with
+// vested jobs left at the ms of the hand-back (handBackMs). Claims take the
+// oldest entries first, and start at a random place among the new work of
+// one second (acquire): docs/design.md, "Choosing a pointer".
 const pointerBucketMs = 1000
 
 // pointerMs is where a pointer wanted at vestMs is filed when written at
 // nowMs: vestMs itself when it is in the future, so that every entry filed
 // at or before now is vested and the first one not yet vested is the
-// index's next vesting time; else the start of its second, which is no
-// later than vestMs (the invariant in zone.go holds).
+// index's next vesting time; else freshMs(vestMs), which is earlier than
+// vestMs (the invariant in zone.go holds).
 func pointerMs(vestMs, nowMs int64) int64 {
 	if vestMs > nowMs {
 		return vestMs
 	}
-	return bucketOf(vestMs)
+	return freshMs(vestMs)
 }
+
+// freshMs is where new work vesting at vestMs is filed: the last ms of the
+// second before vestMs's, the one ms in each second that no hand-back uses
+// (handBackMs). Every lane that gets work in second s is so filed ahead of
+// every lane handed back during s, which is filed at the hand-back's own
+// ms, at or after s: a lane handed back never comes back before a lane that
+// was waiting when it was taken, whatever the clock reads (a frozen clock
+// included) and however fast claims run.
+func freshMs(vestMs int64) int64 { return bucketOf(vestMs) - 1 }
+
+// isFreshMs reports whether ms is a second's new-work ms (freshMs).
+func isFreshMs(ms int64) bool { return ms == freshMs(ms+1) }
+
+// handBackMs is where a lane handed back at nowMs with vested jobs left is
+// filed: at nowMs, behind every pointer already filed at an earlier ms, or
+// the ms before when nowMs is a new-work ms, which belongs to the new work
+// of the next second (filed later, so behind this hand-back).
+//
+// The mutant quick.handback-order files it with the new work of its second
+// instead, as the index did before (issue 22, item 6): the lane then comes
+// back again and again while that second is the oldest.
+func handBackMs(nowMs int64) int64 {
+	if mutant.On("quick.handback-order") {
+		return freshMs(nowMs)
+	}
+	if mutant.On("quick.handback-pool") {
+		return bucketOf(nowMs) // the second's hand-backs pooled in random order
+	}
+	if isFreshMs(nowMs) {
+		return nowMs - 1
+	}
+	return nowMs
+}
+
+// nextFreshMs is the first new-work ms at or after ms.
+func nextFreshMs(ms int64) int64 { return freshMs(ms+1) + pointerBucketMs }
 
 // bucketOf is the start of the pointerBucketMs bucket holding ms.
 func bucketOf(ms int64) int64 {
@@ -61,8 +98,15 @@ func bucketOf(ms int64) int64 {
 // takeover compare).
 func (q *Queue) movePointer(tr kv.Transaction, l laneRef, oldMs int64, s laneState) {
 	if !s.leased() {
-		s.PtrMs = pointerMs(s.PtrMs, q.Now().UnixMilli())
+		nowMs := q.Now().UnixMilli()
+		s.Vested = s.PtrMs <= nowMs
+		s.PtrMs = pointerMs(s.PtrMs, nowMs)
 	}
+	q.movePointerTo(tr, l, oldMs, s)
+}
+
+// movePointerTo is movePointer with s.PtrMs taken as it is.
+func (q *Queue) movePointerTo(tr kv.Transaction, l laneRef, oldMs int64, s laneState) {
 	if oldMs >= 0 && oldMs != s.PtrMs {
 		tr.Clear(q.pointerKeyOf(l, oldMs))
 	}
@@ -128,7 +172,7 @@ func (c *coverer) read(tr kv.Transaction) {
 // Keys: reads Z (1, prio, lane) of each lane (serializable) and, where the
 // state is kept, its pointer S (2, "p", ...) (snapshot); writes the state
 // and S (2, "p", ...) only for a lane that had no pointer or whose unleased
-// pointer vested later than the new job.
+// pointer is in the future, later than the new job.
 func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 	c.read(tr)
 	type kept struct {
@@ -156,11 +200,20 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased(), s.PtrMs <= it.vestMs:
+		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"):
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
-			// An unleased pointer vests by the new job. Either way the
-			// pointer stays, if it is there.
+			// An unleased pointer that vests by the new job, or has vested
+			// already (by this clock, or filed vested by the writer's,
+			// which may read a little ahead: laneState.Vested), is reached
+			// by a claim. A vested pointer is not pulled earlier even for a
+			// job that vests before it (one whose time was fixed before a
+			// retry, or given in the past): it waits where it was filed,
+			// behind the lanes that were waiting before it (a lane handed
+			// back would otherwise jump among its second's new work), and
+			// the enqueue writes nothing a claim reads (0.2 conflicts per
+			// claim at one worker in steady mode when it did). Either way
+			// the pointer stays, if it is there.
 			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
@@ -200,11 +253,11 @@ func (q *Queue) cover(tr kv.Transaction, l laneRef, vestMs, nowMs int64) error {
 const defaultPeek = 8
 
 // peekBucket is what this process's claims last saw at the head of one
-// task type and priority's pointer index: the oldest vested bucket, where
-// the next claim starts its random read in the same round trip as the read
-// of the head; peekFuture when nothing was vested (or nothing was read
-// yet), and the next claim guesses the current second, where work that
-// arrives in an idle queue is filed; peekEmpty when the index was empty,
+// task type and priority's pointer index: the ms of the oldest vested
+// entries, where the next claim starts its random read in the same round
+// trip as the read of the head; peekFuture when nothing was vested (or
+// nothing was read yet), and the next claim guesses the current second's
+// new-work ms, where work that arrives in an idle queue is filed; peekEmpty when the index was empty,
 // and the next claim reads only the head (an idle worker pays nothing more).
 type peekBucket struct{ ms atomic.Int64 }
 
@@ -241,7 +294,7 @@ type peekRead struct {
 // acquire takes a lane from a task type's pointer index, picks it among the
 // oldest vested pointers at random, checks it against its lane state and
 // leases it until now+hold. The lease is not written yet
-// (PointerLease.unsaved): the caller either hands the lane back in the same
+// (LaneLease.unsaved): the caller either hands the lane back in the same
 // transaction (releaseLane, one write of the lane state and pointer) or
 // keeps it (saveHold). found is false when no pointer was vested (or every
 // vested one was stale, and cleared); nextMs is then when the earliest
@@ -249,32 +302,36 @@ type peekRead struct {
 // look again, 0 when the index is empty).
 //
 // Where it reads (docs/design.md, "Choosing a pointer"): every entry filed
-// at or before now is vested (pointerMs), so the index's first entry says
-// whether anything is vested and which bucket (second) is the oldest. All
-// claimers reading the same first K entries would collide with a chance of
-// about (claims in flight − 1)/K; so a claim also reads K entries from a
-// random lane hash inside the oldest vested bucket and picks among those,
-// falling back on the index's head when that read meets nothing vested
-// (its start fell after the bucket's last entry). The bucket is the one
-// this process's claims last saw, so both reads share one round trip; when
-// the head shows the oldest bucket moved on, a second round trip reads it
-// (once per bucket per process). Without a bucket seen (an idle worker, or
-// head set), the claim reads the head's first K and picks among them.
+// at or before now is vested (pointerMs, handBackMs), so the index's first
+// entry says whether anything is vested and where the oldest entries are
+// (m0). All claimers reading the same first K entries would collide with a
+// chance of about (claims in flight − 1)/K; so a claim also reads K entries
+// from a random lane hash where this process's claims last found the
+// oldest entries, and picks among those of them that are pickable: at m0
+// when m0 is a second's new work (freshMs), else from m0 up to the next
+// new-work ms, never an entry filed after new work that waits (the
+// fairness invariant). It falls back on the index's head when that read
+// holds nothing pickable (its start fell after the last one). Both reads
+// share one round trip; when the head shows the oldest entries moved
+// elsewhere, a second round trip reads at m0 (once per second's new work
+// and process: a read that started before a hand-back's m0 read the
+// oldest entries anyway). Without a place seen (an idle worker, or head
+// set), the claim reads the head's first K and picks among them.
 //
 // Keys: per priority, a snapshot range read of S (2, "p", type, prio) from
-// its start (limit 1 with a random read, else peek) and one inside the
-// oldest vested bucket (limit peek); a read of the picked lane's state
+// its start (limit 1 with a random read, else peek) and one from the
+// random place (limit peek); a read of the picked lane's state
 // with a read-conflict key on it (and likewise for each stale pointer it
-// meets and clears). ClaimZone (acquireWith) issues its read of the first
+// meets and clears). Claim (acquireWith) issues its read of the first
 // picked lane beside that lane's state, so that a claim reads the index,
 // then the lane: two round trips.
-func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
 	return q.acquireFrom(tr, taskType, holder, peek, false, hold, short, now)
 }
 
 // acquireFrom is acquire; head reads only the index's head
-// (ZoneClaimOptions.PeekHead).
-func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p PointerLease, found bool, nextMs int64, err error) {
+// (ClaimOptions.PeekHead).
+func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
 	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil)
 	return p, found, nextMs, err
 }
@@ -316,7 +373,7 @@ func (lr *laneRead) discard() error {
 // later pick's lane is read by the caller, after its state). Only the
 // first pick is read ahead, so a claim reads at most one lane more than it
 // takes.
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p PointerLease, found bool, nextMs int64, read *laneRead, err error) {
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -331,14 +388,23 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			b := r.bucket.ms.Load()
 			switch {
 			case b >= 0 && b <= nowMs:
-				headLimit, r.check = 1, true // the head serves to check the bucket
+				headLimit, r.check = 1, true // the head serves to check where the oldest entries are
 			case b == peekFuture || b > nowMs:
-				b = bucketOf(nowMs) // a guess: keep the head's K to fall back on
+				b = freshMs(nowMs) // a guess: keep the head's K to fall back on
 			default:
 				b = peekEmpty
 			}
 			if b >= 0 {
-				r.rnd, r.rndAt = snap.GetRange(q.zk.pointersFrom(taskType, prio, b, int64(rand.Uint64())), kv.RangeOptions{Limit: peek}), b
+				// A random place among a second's new work; from the first
+				// entry of an exact ms (hand-backs, a few a ms, in the order
+				// they were handed back): a random start there would skip
+				// the oldest half the time, and a lane could wait behind
+				// later hand-backs again and again.
+				h := int64(math.MinInt64)
+				if isFreshMs(b) {
+					h = int64(q.randUint64())
+				}
+				r.rnd, r.rndAt = snap.GetRange(q.zk.pointersFrom(taskType, prio, b, h), kv.RangeOptions{Limit: peek}), b
 			}
 		}
 		r.head = snap.GetRange(q.zk.pointersUntil(taskType, prio, -1), kv.RangeOptions{Limit: headLimit})
@@ -349,7 +415,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		r := &reads[i]
 		hs, hbad, err := q.peekEntries(tr, r.head, now)
 		if err != nil {
-			return PointerLease{}, false, 0, nil, err
+			return LaneLease{}, false, 0, nil, err
 		}
 		bad = bad || hbad
 		var first *pointerEntry
@@ -371,47 +437,76 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				// Nothing to pick from it; waited for all the same, so that
 				// the read counters see what an idle claim costs.
 				if _, err := r.rnd.GetSliceWithError(); err != nil {
-					return PointerLease{}, false, 0, nil, err
+					return LaneLease{}, false, 0, nil, err
 				}
 			}
 			continue
 		}
-		b0 := bucketOf(first.PtrMs)
+		// The oldest entry is at m0. The choice is among the entries from
+		// m0 up to the first new-work ms at or after it (pickable): a lane
+		// handed back after that new work was filed is behind it, and is
+		// not taken before it. When m0 is itself new work, only its own
+		// entries, in random order, are the choice.
+		m0 := first.PtrMs
+		last := min(nowMs, nextFreshMs(m0))
+		if isFreshMs(m0) {
+			last = m0
+		}
+		pickable := func(e pointerEntry) bool { return e.PtrMs >= m0 && e.PtrMs <= last }
 		if r.bucket != nil {
-			r.bucket.ms.Store(b0)
+			r.bucket.ms.Store(m0)
 		}
-		rnd := r.rnd
-		if rnd != nil && r.rndAt != b0 {
-			// The random read was not in the oldest vested bucket: its
-			// entries vested later than the head's, and are no choice.
-			if _, err := rnd.GetSliceWithError(); err != nil {
-				return PointerLease{}, false, 0, nil, err
-			}
-			rnd = nil
-			if r.check {
-				// The oldest bucket moved since this process last looked,
-				// and the head was read for the check only: read the
-				// bucket where it is now (one more round trip, once per
-				// bucket and process). After a wrong guess the head's K
-				// are there to pick from instead.
-				rnd = snap.GetRange(q.zk.pointersFrom(taskType, prio, b0, int64(rand.Uint64())), kv.RangeOptions{Limit: peek})
-			}
-		}
-		if rnd != nil {
-			rs, rbad, err := q.peekEntries(tr, rnd, now)
+		// The random read is of use when it started at m0 itself, or, when
+		// m0 is not new work (a lane handed back, a delayed job vested, a
+		// lease lapsed: a few entries a ms), anywhere before m0: nothing is
+		// filed before m0, so it read the oldest entries from m0 on.
+		collect := func(rr kv.RangeResult) error {
+			rs, rbad, err := q.peekEntries(tr, rr, now)
 			if err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return err
 			}
 			bad = bad || rbad
 			for _, e := range rs {
-				if e.PtrMs <= nowMs {
+				if pickable(e) {
 					entries[i] = append(entries[i], e)
 				}
 			}
+			return nil
+		}
+		useful := r.rnd != nil && (r.rndAt == m0 || (r.rndAt < m0 && !isFreshMs(m0)))
+		if r.rnd != nil {
+			var err error
+			if useful {
+				err = collect(r.rnd)
+			} else {
+				// Entries filed after the oldest: no choice. Waited for all
+				// the same, so that the read counters see what it cost.
+				_, err = r.rnd.GetSliceWithError()
+			}
+			if err != nil {
+				return LaneLease{}, false, 0, nil, err
+			}
+		}
+		if len(entries[i]) == 0 && r.check && !(useful && r.rndAt == m0) {
+			// The oldest entries moved since this process last looked, and
+			// the head was read for the check only: read where they are now
+			// (one more round trip, once per second's new work and process:
+			// a claim following the hand-backs of one second finds them
+			// from where it last looked). After a wrong guess the head's K
+			// are there to pick from instead. New work is read from a
+			// random place among its entries; hand-backs, a few a ms, from
+			// the oldest on.
+			h := int64(math.MinInt64)
+			if isFreshMs(m0) {
+				h = int64(q.randUint64())
+			}
+			if err := collect(snap.GetRange(q.zk.pointersFrom(taskType, prio, m0, h), kv.RangeOptions{Limit: peek})); err != nil {
+				return LaneLease{}, false, 0, nil, err
+			}
 		}
 		if len(entries[i]) == 0 {
-			// No random read, or it started after the bucket's last
-			// vested entry: wrap around to the head.
+			// No random read, or it started after the last pickable entry:
+			// wrap around to the head.
 			for _, e := range hs {
 				if e.PtrMs > nowMs {
 					if nextMs == 0 || e.PtrMs < nextMs {
@@ -419,7 +514,9 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 					}
 					break
 				}
-				entries[i] = append(entries[i], e)
+				if pickable(e) {
+					entries[i] = append(entries[i], e)
+				}
 			}
 		}
 	}
@@ -428,7 +525,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		// again (a round trip each) only when a pointer turns out stale,
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
-			i := rand.IntN(len(vested))
+			i := int(q.randUint64() % uint64(len(vested)))
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]
@@ -440,7 +537,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			}
 			v, err := sf.Get()
 			if err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			// A missing or undecodable lane state is rebuilt from the
 			// pointer (the lane may hold jobs; if not, the claim finds it
@@ -454,13 +551,13 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				}
 			}
 			if err := tr.AddReadConflictKey(l.stateKey()); err != nil {
-				return PointerLease{}, false, 0, nil, err
+				return LaneLease{}, false, 0, nil, err
 			}
 			if old.PtrMs != e.PtrMs && !mutant.On("quick.stale-pointer") {
 				tr.Clear(e.key)
 				nextMs = nowMs
 				if err := lr.discard(); err != nil {
-					return PointerLease{}, false, 0, nil, err
+					return LaneLease{}, false, 0, nil, err
 				}
 				continue
 			}
@@ -469,7 +566,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if old.leased() && old.Short {
 				lapsedShort = old.Token
 			}
-			return PointerLease{
+			return LaneLease{
 				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
 				Deadline: deadline, Holder: holder, Lapsed: old.leased(), Short: short,
 				lane: l, token: newToken(), unsaved: true, fromMs: e.PtrMs, lapsedShort: lapsedShort,
@@ -479,7 +576,16 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 	if bad {
 		nextMs = nowMs // what hid behind a quarantined entry is unknown: look again
 	}
-	return PointerLease{}, false, nextMs, nil, nil
+	return LaneLease{}, false, nextMs, nil, nil
+}
+
+// randUint64 is the random source of acquire's choices: Queue.pickRand
+// when a test set it, else math/rand/v2.
+func (q *Queue) randUint64() uint64 {
+	if q.pickRand != nil {
+		return q.pickRand()
+	}
+	return rand.Uint64()
 }
 
 // peekEntries parses a pointer range read, quarantining the entries that
@@ -509,7 +615,7 @@ func (q *Queue) peekEntries(tr kv.Transaction, rr kv.RangeResult, now time.Time)
 
 // saveHold writes the lease acquire took (the lane state with its token,
 // the pointer at its deadline), when the claim keeps the lane.
-func (q *Queue) saveHold(tr kv.Transaction, p *PointerLease) {
+func (q *Queue) saveHold(tr kv.Transaction, p *LaneLease) {
 	if !p.unsaved {
 		return
 	}
@@ -518,24 +624,24 @@ func (q *Queue) saveHold(tr kv.Transaction, p *PointerLease) {
 }
 
 // checkHold reads p's lane state serializably and returns it, or an error
-// wrapping ErrPointerLost when another lease holds the lane or it was
+// wrapping ErrLaneLost when another lease holds the lane or it was
 // handed back. It conflicts only with writes of the lane state: a takeover,
 // not the enqueues into a leased lane (cover writes nothing then).
-func (q *Queue) checkHold(tr kv.Transaction, p *PointerLease) (laneState, error) {
+func (q *Queue) checkHold(tr kv.Transaction, p *LaneLease) (laneState, error) {
 	v, err := tr.Get(p.lane.stateKey()).Get()
 	if err != nil {
 		return laneState{}, err
 	}
 	var s laneState
 	if v == nil || s.unmarshal(v) != nil || s.Token != p.token {
-		return laneState{}, fmt.Errorf("%w: %s", ErrPointerLost, p.lane)
+		return laneState{}, fmt.Errorf("%w: %s", ErrLaneLost, p.lane)
 	}
 	return s, nil
 }
 
 // releaseLane hands a held lane back in tr. nextMs is when the lane next
 // has work after tr's own writes: the vesting time of its earliest key,
-// nowMs when it still has vested jobs, or -1 when it holds no key, which
+// nowMs when it still has vested jobs (filed by handBackMs), or -1 when it holds no key, which
 // removes its lane state and pointer. readBefore bounds the lane keys tr
 // has seen (through a snapshot) before nextMs: when nextMs is in the future
 // or the lane is removed, they get a read-conflict range, so an enqueue
@@ -544,13 +650,14 @@ func (q *Queue) checkHold(tr kv.Transaction, p *PointerLease) (laneState, error)
 //
 // Keys: a read-conflict range on Z (0, prio, lane) up to readBefore; writes
 // or clears Z (1, prio, lane) and moves or clears the pointer.
-func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, readBefore []byte) error {
+func (q *Queue) releaseLane(tr kv.Transaction, p *LaneLease, nextMs int64, readBefore []byte) error {
 	// A pointer handed back vested (a lane with vested jobs left) strands
 	// nothing an enqueue adds meanwhile: any claim of it sees the lane.
 	// Only a pointer pushed into the future, or removed, must conflict
 	// with the enqueues it would pass over; so a busy lane's hand-backs do
 	// not conflict with the enqueues streaming into it.
-	if nextMs < 0 || nextMs > q.Now().UnixMilli() {
+	nowMs := q.Now().UnixMilli()
+	if nextMs < 0 || nextMs > nowMs {
 		r := p.lane.laneRange()
 		if readBefore != nil {
 			r.End = readBefore
@@ -569,6 +676,13 @@ func (q *Queue) releaseLane(tr kv.Transaction, p *PointerLease, nextMs int64, re
 		if p.Short {
 			tr.Clear(p.lane.handoutKey()) // short.go: a removed lane keeps no mark
 		}
+		return nil
+	}
+	if nextMs <= nowMs {
+		// Behind every lane already waiting (handBackMs): a round of
+		// claims visits each waiting lane once before it takes this one
+		// again.
+		q.movePointerTo(tr, p.lane, old, laneState{PtrMs: handBackMs(nowMs), Vested: true})
 		return nil
 	}
 	q.movePointer(tr, p.lane, old, laneState{PtrMs: nextMs})
@@ -590,20 +704,21 @@ func (q *Queue) laneFirst(tr kv.Transaction, l laneRef, nowMs int64) ([]byte, in
 	return kvs[0].Key, jk.VestMs, nil
 }
 
-// ReleasePointer hands a leased lane back before its lease ends: its
+// ReleaseLane hands a leased lane back before its lease ends: its
 // pointer moves to when the lane next has work (now if it has vested jobs),
 // or is removed with the lane state when the lane is empty. A lease already
-// lost returns an error wrapping ErrPointerLost and changes nothing. In
+// lost returns an error wrapping ErrLaneLost and changes nothing. In
 // short-job mode, move the jobs still running to leases of their own first
 // (their keys would vest again at once).
 //
 // Keys: reads Z (1, prio, lane) (serializable) and the lane's first key;
 // a read-conflict range over the lane up to it; writes the lane state and
 // the pointer.
-func (q *Queue) ReleasePointer(ctx context.Context, p PointerLease) error {
+func (c *Consumer) ReleaseLane(ctx context.Context, p LaneLease) error {
+	q := c.q
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		if _, err := q.checkHold(tr, &p); err != nil {
-			if maybeCommitted && IsPointerLost(err) {
+			if maybeCommitted && IsLaneLost(err) {
 				return nil // this call's earlier attempt handed it back
 			}
 			return err
@@ -623,6 +738,3 @@ func (q *Queue) ReleasePointer(ctx context.Context, p PointerLease) error {
 	}
 	return nil
 }
-
-// IsPointerLost reports whether err means a lane lease was lost.
-func IsPointerLost(err error) bool { return errors.Is(err, ErrPointerLost) }

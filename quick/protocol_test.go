@@ -80,7 +80,7 @@ func newSlipEnv(t testing.TB) *slipEnv {
 
 func (e *slipEnv) claim(t testing.TB, q *quick.Queue, holder string) []quick.Lease {
 	t.Helper()
-	res, err := q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: holder, Lease: time.Minute})
+	res, err := q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: holder, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

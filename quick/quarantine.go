@@ -92,22 +92,6 @@ func (q *Queue) quarantineRaw(tr kv.Transaction, now time.Time, key, value []byt
 	return len(key) + len(qk) + len(v)
 }
 
-// quarantineRecord dead-letters a job whose record does not decode: the
-// raw record is kept under S(1,"x",...), and a small dead record says why.
-// sv is the schedule value, when it decoded. It returns the bytes written.
-func (q *Queue) quarantineRecord(tr kv.Transaction, now time.Time, schedKey []byte, sk schedKey, sv *schedValue, rv []byte, cause error) int {
-	n := q.quarantineRaw(tr, now, q.k.jobKey(sk.ID), rv, cause)
-	rec := record{TaskType: sk.TaskType, Priority: int64(sk.Priority), Quarantined: true, CreatedAtMs: now.UnixMilli()}
-	if sv == nil {
-		sv = &schedValue{}
-	}
-	rec.MaxAttempts = sv.MaxAttempts
-	rec.UniqueKey = sv.UniqueKey
-	q.deadLetterTx(tr, now, schedKey, sk.ID, *sv, &rec,
-		fmt.Sprintf("quarantined: the job record does not decode (%v); its raw bytes are kept in the quarantine", cause))
-	return n + len(schedKey) + quarantineOverhead
-}
-
 // ListQuarantined lists the raw entries claims moved out of the schedule
 // because they did not decode, in key order. Pass the last entry's key
 // hash (Next) to resume.

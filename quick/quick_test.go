@@ -65,7 +65,7 @@ func (e *env) enqueue(t testing.TB, jobs ...quick.NewJob) []quick.Enqueued {
 
 func (e *env) claim(t testing.TB, holder string, max int) []quick.Lease {
 	t.Helper()
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: holder, Max: max, Lease: time.Minute})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: holder, Max: max, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestLifecycleEnqueueClaimComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, err = e.q.Get(e.ctx, l.ID)
-	if err != nil || info.State != quick.StateFinished {
+	if !finished(info, err) {
 		t.Fatalf("after complete Get = %+v, %v", info, err)
 	}
 	if err := e.q.Complete(e.ctx, l); !quick.IsLeaseLost(err) {
@@ -111,7 +111,7 @@ func TestLifecycleEnqueueClaimComplete(t *testing.T) {
 func TestDelayedJobVestsOnTime(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	e.enqueue(t, quick.NewJob{TaskType: "email", Delay: 10 * time.Second})
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 1})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDelayedJobVestsOnTime(t *testing.T) {
 }
 
 func TestHighPriorityNotBehindBacklog(t *testing.T) {
-	e := newEnv(t, quick.Options{Lanes: 4})
+	e := newEnv(t, quick.Options{})
 	var backlog []quick.NewJob
 	for i := 0; i < 200; i++ {
 		backlog = append(backlog, quick.NewJob{TaskType: "email", Priority: quick.Low, Payload: []byte("low")})
@@ -331,7 +331,7 @@ func TestEnqueueRetryAfterUnknownResultCreatesOneJob(t *testing.T) {
 		if attempts == 2 {
 			// Between the attempts a worker ran the job to completion.
 			faulty.SetEnabled(false)
-			l, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w"})
+			l, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w"})
 			if err != nil || len(l.Jobs) != 1 {
 				t.Fatalf("claim between retries: %+v %v", l, err)
 			}
@@ -351,7 +351,7 @@ func TestEnqueueRetryAfterUnknownResultCreatesOneJob(t *testing.T) {
 	if err != nil || attempts != 2 {
 		t.Fatalf("err=%v attempts=%d", err, attempts)
 	}
-	if got, _ := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w"}); len(got.Jobs) != 0 {
+	if got, _ := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "w"}); len(got.Jobs) != 0 {
 		t.Fatalf("a second job exists: %+v", got.Jobs)
 	}
 }
@@ -401,42 +401,33 @@ func TestBadInputWritesNothing(t *testing.T) {
 	if d := e.db.Stats().Sub(before); d.Mutations != 0 || d.Commits != 0 {
 		t.Fatalf("bad input wrote: %v", d)
 	}
-	_, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Second})
+	_, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Second})
 	if !errors.Is(err, quick.ErrInvalidLease) {
 		t.Fatalf("short lease: %v", err)
 	}
-	_, err = e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lanes: []int{99}})
+	_, err = e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Peek: -1})
 	if !errors.Is(err, quick.ErrInvalidOption) {
-		t.Fatalf("bad lane: %v", err)
+		t.Fatalf("negative Peek: %v", err)
 	}
 }
 
-func TestCancelListAndLaneCounts(t *testing.T) {
-	e := newEnv(t, quick.Options{Lanes: 4})
+func TestCancelListAndDepth(t *testing.T) {
+	e := newEnv(t, quick.Options{ZoneLanes: 4})
 	var jobs []quick.NewJob
 	for i := 0; i < 20; i++ {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: []byte(fmt.Sprint(i))})
+		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: []byte(fmt.Sprint(i)), ItemSpace: fmt.Sprint("t", i%3)})
 	}
 	for i := 0; i < 5; i++ {
 		jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Hour})
 	}
 	res := e.enqueue(t, jobs...)
-	ls := e.claim(t, "w", 3)
-	counts, err := e.q.LaneCounts(e.ctx, quick.LaneCountsOptions{TaskType: "email", PerRange: 0})
+	ls := e.claimZones(t, "w", 3)
+	d, err := e.q.Depth(e.ctx, quick.DepthOptions{TaskType: "email"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ready, leased, sched int
-	for _, c := range counts {
-		ready += c.Ready
-		leased += c.Leased
-		sched += c.Scheduled
-		if !c.Exact {
-			t.Errorf("lane %d inexact", c.Lane)
-		}
-	}
-	if ready != 17 || leased != 3 || sched != 5 {
-		t.Fatalf("ready=%d leased=%d scheduled=%d, want 17 3 5", ready, leased, sched)
+	if d.Ready != 17 || d.Leased != 3 || d.Scheduled != 5 || !d.Exact {
+		t.Fatalf("depth %+v, want 17 ready, 3 leased, 5 scheduled, exact", d)
 	}
 	page, err := e.q.List(e.ctx, quick.ListOptions{TaskType: "email", State: quick.StateLeased})
 	if err != nil || len(page.Jobs) != 3 {
@@ -485,7 +476,7 @@ func TestCancelListAndLaneCounts(t *testing.T) {
 }
 
 func TestGetFindsLeasedJobAfterMoves(t *testing.T) {
-	e := newEnv(t, quick.Options{Lanes: 8})
+	e := newEnv(t, quick.Options{})
 	id := e.enqueue(t, quick.NewJob{TaskType: "email"})[0].ID
 	l := e.claim(t, "w", 1)[0]
 	for i := 0; i < 3; i++ {
@@ -529,30 +520,6 @@ func TestPurgeMarkersAndDead(t *testing.T) {
 	}
 }
 
-func TestClaimMovesJobsAcrossLanes(t *testing.T) {
-	e := newEnv(t, quick.Options{Lanes: 16})
-	var jobs []quick.NewJob
-	for i := 0; i < 64; i++ {
-		jobs = append(jobs, quick.NewJob{TaskType: "email"})
-	}
-	e.enqueue(t, jobs...)
-	moved := 0
-	for _, lane := range []int{0, 1, 2, 3} {
-		res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lanes: []int{lane}, Max: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range res.Jobs {
-			if l.Lane() != lane {
-				moved++
-			}
-		}
-	}
-	if moved == 0 {
-		t.Fatal("no claimed job changed lane")
-	}
-}
-
 func TestPoisonJobDeadLetteredAfterCrashes(t *testing.T) {
 	e := newEnv(t, quick.Options{})
 	e.enqueue(t, quick.NewJob{TaskType: "email", MaxAttempts: 2})
@@ -562,7 +529,7 @@ func TestPoisonJobDeadLetteredAfterCrashes(t *testing.T) {
 		}
 		e.clk.Advance(2 * time.Minute) // the holder crashed
 	}
-	res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute})
 	if err != nil || len(res.Jobs) != 0 || res.DeadLettered != 1 {
 		t.Fatalf("claim of an exhausted job: %+v %v", res, err)
 	}
@@ -588,3 +555,10 @@ type emailArgs struct {
 }
 
 func (emailArgs) Kind() string { return "email" }
+
+// finished reports whether Get said a job finished: StateFinished, or not
+// found (a completed job leaves no key behind; only a waitable one leaves
+// its outcome).
+func finished(info quick.JobInfo, err error) bool {
+	return err == nil && info.State == quick.StateFinished || quick.IsNotFound(err)
+}

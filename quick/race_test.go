@@ -16,18 +16,18 @@ func TestZoneEmptyZoneRace(t *testing.T) {
 	// setup leaves a lane whose only job is exhausted: the next claim
 	// dead-letters it and, finding the lane empty, removes its pointer.
 	setup := func(t *testing.T) *faultEnv {
-		e := newFaultEnv(t, kv.Faults{}, quick.Options{Layout: quick.LayoutZones})
+		e := newFaultEnv(t, kv.Faults{}, quick.Options{})
 		if _, err := e.truth.Enqueue(e.ctx, quick.NewJob{TaskType: "email", ItemSpace: "t", MaxAttempts: 1}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.truth.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "gone", Lease: time.Minute}})
+		c, err := e.truth.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "gone", Lease: time.Minute})
 		if err != nil || len(c.Jobs) != 1 {
 			t.Fatalf("setup claim = %+v, %v", c, err)
 		}
 		e.clk.Advance(time.Minute)
 		return e
 	}
-	claimOpts := quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}}
+	claimOpts := quick.ClaimOptions{TaskType: "email", Holder: "w", Lease: time.Minute}
 	newJob := quick.NewJob{TaskType: "email", ItemSpace: "t"}
 	// findJob asserts that the job is claimable: its lane has a pointer.
 	findJob := func(t *testing.T, e *faultEnv, id quick.ID, got []quick.Lease) {
@@ -37,7 +37,7 @@ func TestZoneEmptyZoneRace(t *testing.T) {
 				return
 			}
 		}
-		c, err := e.truth.ClaimZone(e.ctx, claimOpts)
+		c, err := e.truth.Consumer().Claim(e.ctx, claimOpts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestZoneEmptyZoneRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		fired = false
-		c, err := q.ClaimZone(e.ctx, claimOpts)
+		c, err := q.Consumer().Claim(e.ctx, claimOpts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,14 +79,14 @@ func TestZoneEmptyZoneRace(t *testing.T) {
 	t.Run("claim-commits-first", func(t *testing.T) {
 		e := setup(t)
 		fired := true // not while opening
-		var claimed quick.ZoneClaimed
+		var claimed quick.Claimed
 		db := &hookDB{Database: e.faulty, before: func(kv.Transaction) {
 			if fired {
 				return
 			}
 			fired = true
 			var err error
-			claimed, err = e.truth.ClaimZone(e.ctx, claimOpts)
+			claimed, err = e.truth.Consumer().Claim(e.ctx, claimOpts)
 			if err != nil {
 				t.Error(err)
 			}

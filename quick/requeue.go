@@ -51,7 +51,8 @@ func (q *Queue) zoneRequeuedAt(tr kv.Transaction, id ID, nowMs int64) (bool, err
 // and its lane covered.
 //
 // Keys: snapshot reads of Z (2), Z (3, id), Z (4, id) and S (1, "c", id);
-// the lane state (cover, serializable); clears S (1, "j", id),
+// the lane state (cover, serializable) and, for a short-job task type, the
+// lane's hand-out mark (vestAfterHandout); clears S (1, "j", id),
 // S (1, "d", type, ms, id) and S (1, "c", id); adds to S (1, "dn", type);
 // sets the job key, S (2, "m", id), S (2, "i", id) when trackable, the
 // blobs when large, and the lane state and pointer when they must move.
@@ -79,7 +80,7 @@ func (q *Queue) requeueZoneTx(tr kv.Transaction, id ID, rec *record, now time.Ti
 	}
 	l := laneRef{z: z, prio: prio, lane: laneOfID(id, lanes)}
 	v := zjobValue{MaxAttempts: rec.MaxAttempts, LastError: rec.LastError, Flags: rec.Flags & (flagWaitable | flagTrackable)}
-	if q.opts.TaskTypes[rec.TaskType].Trackable {
+	if q.tracked(rec.TaskType) {
 		v.Flags |= flagTrackable
 	}
 	if ms := rec.CreatedAtMs; ms != 0 && ms != id.Time().UnixMilli() {
@@ -117,13 +118,18 @@ func (q *Queue) requeueZoneTx(tr kv.Transaction, id ID, rec *record, now time.Ti
 		v.Flags |= flagCheckpoint | flagCkptBlob
 	}
 	nowMs := now.UnixMilli()
+	// Never behind a short-job holder's hand-out mark (issue 22, item 1).
+	vestMs, err := q.vestAfterHandout(tr, l, nowMs, id)
+	if err != nil {
+		return err
+	}
 	tr.Clear(q.k.deadKey(rec.TaskType, rec.DeadAtMs, id))
 	tr.Add(q.k.deadCountKey(rec.TaskType), le64(-1))
 	tr.Clear(q.k.ckptKey(id))
 	tr.Clear(q.k.jobKey(id))
 	q.clearOutcome(tr, id, v.Flags)
-	tr.Set(l.jobKey(nowMs, id), v.marshal())
-	q.indexSet(tr, l, nowMs, id, v.Flags)
+	tr.Set(l.jobKey(vestMs, id), v.marshal())
+	q.indexSet(tr, l, vestMs, id, v.Flags)
 	tr.Set(q.zk.markKey(id), requeueMark(nowMs))
-	return q.cover(tr, l, nowMs, nowMs)
+	return q.cover(tr, l, vestMs, nowMs)
 }

@@ -175,7 +175,7 @@ func TestZoneClaimReadsLaneWithItsState(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			raw, space := fdbtest.OpenMem(t, memkv.Options{})
 			db := &depthDB{Database: raw}
-			opts := Options{Clock: clock.NewFake(zcEpoch), Layout: LayoutZones}
+			opts := Options{Clock: clock.NewFake(zcEpoch)}
 			if short {
 				opts.TaskTypes = map[string]TaskTypeOptions{"email": {ShortJobs: true}}
 			}
@@ -189,7 +189,7 @@ func TestZoneClaimReadsLaneWithItsState(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := db.count()
-			c, err := q.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 4}})
+			c, err := q.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,11 +210,11 @@ func TestZoneClaimLapsedLaneOfTheOtherMode(t *testing.T) {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	clk := clock.NewFake(zcEpoch)
 	ctx := context.Background()
-	perJob, err := Open(ctx, raw, space, Options{Clock: clk, Layout: LayoutZones})
+	perJob, err := Open(ctx, raw, space, Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, err := Open(ctx, raw, space, Options{Clock: clk, Layout: LayoutZones, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
+	short, err := Open(ctx, raw, space, Options{Clock: clk, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,15 +222,15 @@ func TestZoneClaimLapsedLaneOfTheOtherMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := perJob.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "a", Max: 1, Lease: time.Minute}, Keep: true})
+	first, err := perJob.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "a", Max: 1, Lease: time.Minute, Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Jobs) != 1 || first.Pointer == nil || first.Pointer.Short {
+	if len(first.Jobs) != 1 || first.Lane == nil || first.Lane.Short {
 		t.Fatalf("first claim %+v, want one job and the lane kept with per-job leases", first)
 	}
-	clk.Advance(perJob.Options().PointerLease + time.Second) // the lane lease lapses
-	c, err := short.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "b", Max: 4, Lease: time.Minute}})
+	clk.Advance(perJob.Options().LaneLeaseTime + time.Second) // the lane lease lapses
+	c, err := short.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "b", Max: 4, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestZoneContinuingClaimReadsInOneRoundTrip(t *testing.T) {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	db := &depthDB{Database: raw}
 	ctx := context.Background()
-	q, err := Open(ctx, db, space, Options{Clock: clock.NewFake(zcEpoch), Layout: LayoutZones})
+	q, err := Open(ctx, db, space, Options{Clock: clock.NewFake(zcEpoch)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,12 +266,12 @@ func TestZoneContinuingClaimReadsInOneRoundTrip(t *testing.T) {
 	if _, err := q.Enqueue(ctx, jobs...); err != nil {
 		t.Fatal(err)
 	}
-	first, err := q.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 3}, Keep: true})
-	if err != nil || first.Pointer == nil || len(first.Jobs) != 3 {
-		t.Fatalf("first claim = %d jobs, pointer %v, %v; want 3 and the lane kept", len(first.Jobs), first.Pointer, err)
+	first, err := q.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Keep: true})
+	if err != nil || first.Lane == nil || len(first.Jobs) != 3 {
+		t.Fatalf("first claim = %d jobs, pointer %v, %v; want 3 and the lane kept", len(first.Jobs), first.Lane, err)
 	}
 	n := db.count()
-	c, err := q.ClaimZone(ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 3}, Keep: true, Pointer: first.Pointer})
+	c, err := q.Consumer().Claim(ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 3, Keep: true, Lane: first.Lane})
 	if err != nil || len(c.Jobs) != 3 {
 		t.Fatalf("continuing claim = %d jobs, %v; want 3", len(c.Jobs), err)
 	}

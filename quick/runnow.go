@@ -47,30 +47,9 @@ func (q *Queue) RunNow(ctx context.Context, id ID) error {
 			applied = true
 			return nil
 		}
-		// Serializable reads: a claim or cancel meanwhile conflicts.
-		sv, err := tr.Get(key).Get()
-		if err != nil {
-			return err
-		}
-		rv, err := tr.Get(q.k.jobKey(id)).Get()
-		if err != nil {
-			return err
-		}
-		if sv == nil || rv == nil {
-			return fmt.Errorf("%w: %s moved meanwhile", ErrNotFound, id)
-		}
-		var rec record
-		if err := rec.unmarshal(rv); err != nil {
-			return fmt.Errorf("quick: job %s: %w", id, err)
-		}
-		newKey, lane, vestMs := q.k.place(info.TaskType, info.Priority, q.Now(), id, q.lanes)
-		tr.Clear(key)
-		tr.Set(newKey, sv)
-		rec.PlacedAtMs, rec.PlacedLane = vestMs, int64(lane)
-		tr.Set(q.k.jobKey(id), rec.marshal())
-		tr.Add(q.k.wakeKey(info.TaskType), le64(1))
-		applied = true
-		return nil
+		// TODO(issue 21, onelayout): schema-1 branch removed; every live
+		// job is in a zone.
+		return fmt.Errorf("%w: %s has no job key", ErrNotFound, id)
 	})
 	if err != nil {
 		return fmt.Errorf("quick: run %s now: %w", id, err)

@@ -119,12 +119,8 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 	rf := rt.Get(q.k.jobKey(id))
 	mf := rt.Get(q.k.markKey(id))
 	lf := rt.Get(q.k.leaseKey(id))
-	// A zones queue reads the lookup index in the same round trip; a lanes
-	// queue only once the schema-1 keys are missing.
-	var zf kv.Future[[]byte]
-	if q.opts.Layout == LayoutZones {
-		zf = rt.Get(q.zk.indexKey(id))
-	}
+	// The lookup index is read in the same round trip.
+	zf := rt.Get(q.zk.indexKey(id))
 	rv, err := rf.Get()
 	if err != nil {
 		return JobInfo{}, nil, err
@@ -136,9 +132,6 @@ func (q *Queue) lookup(rt kv.ReadTransaction, id ID) (JobInfo, []byte, error) {
 		}
 		if mv != nil {
 			return JobInfo{ID: id, State: StateFinished}, nil, nil
-		}
-		if zf == nil {
-			zf = rt.Get(q.zk.indexKey(id))
 		}
 		zv, err := zf.Get()
 		if err != nil {
@@ -197,7 +190,7 @@ func (q *Queue) findSched(rt kv.ReadTransaction, rec *record, id ID, leaseIdx []
 		if err != nil {
 			return nil, schedValue{}, fmt.Errorf("quick: job %s: lease index: %w", id, err)
 		}
-		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, q.lanes), prio, ms, id))
+		keys = append(keys, q.k.schedKey(rec.TaskType, laneOf(rec.TaskType, prio, ms, id, legacyLanes), prio, ms, id))
 	}
 	fs := make([]kv.Future[[]byte], len(keys))
 	for i, k := range keys {
@@ -281,194 +274,6 @@ func (q *Queue) forget(tr kv.Transaction, info JobInfo) {
 	} else if info.UniqueKey != "" {
 		tr.Clear(q.k.uniqKey(info.TaskType, info.UniqueKey))
 	}
-}
-
-// ListOptions select jobs to list.
-type ListOptions struct {
-	TaskType string
-	// Lanes to list; nil lists every lane.
-	Lanes []int
-	// State filters by state (scheduled, ready or leased); zero lists all.
-	State State
-	// Limit is the most jobs returned; default 100.
-	Limit int
-	// After resumes a listing: pass the previous page's Next.
-	After Cursor
-}
-
-// JobPage is a page of a listing.
-type JobPage struct {
-	Jobs []JobInfo
-	// Next resumes the listing; empty at the end.
-	Next Cursor
-}
-
-// List lists a task type's scheduled, ready and leased jobs, lane by lane,
-// priority by priority, in vesting order. Payloads are not read.
-func (q *Queue) List(ctx context.Context, opts ListOptions) (JobPage, error) {
-	if err := validTaskType(opts.TaskType); err != nil {
-		return JobPage{}, err
-	}
-	if opts.State == StateDead || opts.State == StateFinished {
-		return JobPage{}, fmt.Errorf("%w: List shows scheduled, ready and leased jobs; use ListDead for dead letters", ErrInvalidOption)
-	}
-	if opts.Limit <= 0 {
-		opts.Limit = 100
-	}
-	prefix := q.k.sched.Sub(opts.TaskType).Bytes()
-	after, err := opts.After.key(cursorList, opts.TaskType, prefix)
-	if err != nil {
-		return JobPage{}, err
-	}
-	lanes := opts.Lanes
-	if lanes == nil {
-		for l := 0; l < q.lanes; l++ {
-			lanes = append(lanes, l)
-		}
-	}
-	var page JobPage
-	err = q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		page = JobPage{}
-		var lastKey []byte
-		nowMs := q.Now().UnixMilli()
-		snap := tr.Snapshot()
-		for _, lane := range lanes {
-			for _, p := range priorities {
-				r := q.k.laneRange(opts.TaskType, lane, p)
-				if after != nil {
-					if string(after) >= string(r.End) {
-						continue
-					}
-					if string(after) >= string(r.Begin) {
-						r.Begin = kv.KeyAfter(after)
-					}
-				}
-				it := snap.GetRange(r, kv.RangeOptions{Limit: opts.Limit + 1}).Iterator()
-				for it.Advance() {
-					kvp, err := it.Get()
-					if err != nil {
-						return err
-					}
-					if len(page.Jobs) == opts.Limit {
-						page.Next = makeCursor(cursorList, opts.TaskType, prefix, lastKey)
-						return nil
-					}
-					sk, err := q.k.parseSched(kvp.Key)
-					if err != nil {
-						continue
-					}
-					var sv schedValue
-					if err := sv.unmarshal(kvp.Value); err != nil {
-						continue
-					}
-					st := stateOf(sv, sk.VestMs, nowMs)
-					if opts.State != 0 && st != opts.State {
-						continue
-					}
-					page.Jobs = append(page.Jobs, JobInfo{
-						ID: sk.ID, TaskType: sk.TaskType, Priority: sk.Priority, State: st, Lane: sk.Lane,
-						RunAt: time.UnixMilli(sk.VestMs), Attempt: int(sv.Attempt), MaxAttempts: int(sv.MaxAttempts),
-						Holder: sv.Holder, UniqueKey: sv.UniqueKey, HasCheckpoint: sv.hasCheckpoint(),
-					})
-					lastKey = kvp.Key
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return JobPage{}, fmt.Errorf("quick: list %s: %w", opts.TaskType, err)
-	}
-	return page, nil
-}
-
-// LaneStats are one lane's counts.
-type LaneStats struct {
-	Lane      int
-	Ready     int
-	Leased    int
-	Scheduled int
-	// OldestReady is when the longest-waiting ready job vested (zero if none).
-	OldestReady time.Time
-	// Exact is false when a priority range held more keys than the scan
-	// budget: the counts are then lower bounds.
-	Exact bool
-}
-
-// LaneCountsOptions select what LaneCounts scans.
-type LaneCountsOptions struct {
-	TaskType string
-	// PerRange bounds each range read (one per lane and priority); default
-	// 1,000.
-	PerRange int
-}
-
-// LaneCounts counts each lane's jobs with one bounded range read per lane
-// and priority, all in flight at once. No counter can track "ready", since
-// it changes with the clock; so counts come from scans of at most perRange
-// keys each (default 1,000), labelled inexact when a scan was cut short.
-// A queue of 100,000 jobs in 16 lanes costs 48 range reads and at most
-// 48 × perRange keys read.
-func (q *Queue) LaneCounts(ctx context.Context, opts LaneCountsOptions) ([]LaneStats, error) {
-	taskType, perRange := opts.TaskType, opts.PerRange
-	if err := validTaskType(taskType); err != nil {
-		return nil, err
-	}
-	if perRange <= 0 {
-		perRange = 1000
-	}
-	var out []LaneStats
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		nowMs := q.Now().UnixMilli()
-		snap := tr.Snapshot()
-		rrs := make([][numPriorities]kv.RangeResult, q.lanes)
-		for lane := range rrs {
-			for i, p := range priorities {
-				rrs[lane][i] = snap.GetRange(q.k.laneRange(taskType, lane, p), kv.RangeOptions{Limit: perRange + 1})
-			}
-		}
-		out = make([]LaneStats, q.lanes)
-		for lane := range rrs {
-			st := LaneStats{Lane: lane, Exact: true}
-			for i := range priorities {
-				kvs, err := rrs[lane][i].GetSliceWithError()
-				if err != nil {
-					return err
-				}
-				if len(kvs) > perRange {
-					st.Exact = false
-					kvs = kvs[:perRange]
-				}
-				for _, p := range kvs {
-					sk, err := q.k.parseSched(p.Key)
-					if err != nil {
-						continue
-					}
-					var sv schedValue
-					if sv.unmarshal(p.Value) != nil {
-						continue
-					}
-					switch stateOf(sv, sk.VestMs, nowMs) {
-					case StateReady:
-						st.Ready++
-						if vt := time.UnixMilli(sk.VestMs); st.OldestReady.IsZero() || vt.Before(st.OldestReady) {
-							st.OldestReady = vt
-						}
-					case StateLeased:
-						st.Leased++
-					case StateScheduled:
-						st.Scheduled++
-					}
-				}
-			}
-			out[lane] = st
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("quick: lane counts %s: %w", taskType, err)
-	}
-	return out, nil
 }
 
 // TaskTypes lists the task types ever enqueued.

@@ -39,7 +39,7 @@ import (
 // second run.
 
 // shortLimit is how many jobs a short-job claim hands out at most.
-func shortLimit(opts ZoneClaimOptions) int { return max(opts.Max, 1) }
+func shortLimit(opts ClaimOptions) int { return max(opts.Max, 1) }
 
 // shortRange is the keys a short-job claim reads of lane l: those vesting
 // by nowMs, after cursor (the last key handed out under the lease, nil for
@@ -56,7 +56,7 @@ func shortRange(l laneRef, cursor []byte, nowMs int64) kv.KeyRange {
 
 // takeShort hands out up to opts.Max vested jobs of a lane held in
 // short-job mode (p.Short, not p.Lapsed) without moving their keys: the
-// lane lease is their lease. ClaimZone calls it in its transaction after
+// lane lease is their lease. Claim calls it in its transaction after
 // acquiring or checking the lane, instead of taking per-job leases.
 //
 // It reads the lane after p's cursor (from the lane's start when there is
@@ -66,7 +66,7 @@ func shortRange(l laneRef, cursor []byte, nowMs int64) kv.KeyRange {
 // lane's hand-out mark lets a takeover count it, countLapsedShort). A job
 // whose attempts were all spent by per-job holders that vanished is
 // dead-lettered instead, and an entry that does not decode is quarantined
-// (the only writes). res.Pointer is set to p with its cursor advanced (p
+// (the only writes). res.Lane is set to p with its cursor advanced (p
 // too is advanced): the lane stays held while its jobs run, until HandBack.
 //
 // Keys: a snapshot range read of Z (0, prio, lane) from the cursor to now
@@ -74,7 +74,7 @@ func shortRange(l laneRef, cursor []byte, nowMs int64) kv.KeyRange {
 // blobs; a set of the hand-out mark Z (5, prio, lane) when it hands a job
 // out; otherwise writes only for dead letters and quarantines (each with a
 // read-conflict key on its job key).
-func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLease, now time.Time, res *ZoneClaimed, read *laneRead) error {
+func (q *Queue) takeShort(tr kv.Transaction, opts ClaimOptions, p *LaneLease, now time.Time, res *Claimed, read *laneRead) error {
 	if !p.Short || p.Lapsed {
 		// A lapsed lane's jobs may have killed their holder: they run with
 		// per-job leases, which count attempts.
@@ -89,7 +89,7 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 	r := shortRange(l, p.cursor, nowMs)
 	if string(r.Begin) >= string(r.End) {
 		out := *p
-		res.Pointer = &out
+		res.Lane = &out
 		return nil
 	}
 	snap := tr.Snapshot()
@@ -207,8 +207,7 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 			Payload: payload, Checkpoint: ck, Attempt: int(c.v.Attempt + 1), MaxAttempts: int(c.v.MaxAttempts),
 			CreatedAt: time.UnixMilli(created), VestedAt: time.UnixMilli(c.jk.VestMs),
 			Deadline: p.Deadline, Holder: p.Holder, LastError: c.v.LastError,
-			lane: l.lane,
-			zl:   &zoneLease{lane: l, vestMs: c.jk.VestMs, v: c.v, ptr: &ptr},
+			zl: &zoneLease{lane: l, vestMs: c.jk.VestMs, v: c.v, ptr: &ptr},
 		})
 		cursor = c.key
 		last = c.jk
@@ -225,7 +224,7 @@ func (q *Queue) takeShort(tr kv.Transaction, opts ZoneClaimOptions, p *PointerLe
 		tr.Set(l.handoutKey(), handoutMark(p.token, last.VestMs, last.ID))
 	}
 	out := *p
-	res.Pointer = &out
+	res.Lane = &out
 	return nil
 }
 
@@ -266,17 +265,17 @@ const lapsedCountLimit = 1000
 // was taken. The mark is cleared: it is spent.
 //
 // Over-counting is possible only where a key was placed behind the
-// holder's cursor without being handed out and the holder then died. An
-// enqueue never does (it reads the mark and places its job after it:
-// enqueue.go, readHandoutMarks); a release, requeue or run-now vesting
-// before the cursor's time (from a clock behind the holder's), or a short
-// job released in place, may.
+// holder's cursor without being handed out and the holder then died. No
+// placement does: an enqueue reads the mark and places its job after it
+// (enqueue.go, readHandoutMarks), and so do a run-now, a requeue and a
+// fail, snooze or release that moves a key, the holder's own release of a
+// short job in place included (vestAfterHandout).
 //
 // Keys: reads Z (5, prio, lane) (serializable); when it is the lapsed
 // lease's, a snapshot range read of the lane up to the mark (at most
 // lapsedCountLimit keys) and, per job counted, a read-conflict key and a
 // set of its key; clears Z (5, prio, lane).
-func (q *Queue) countLapsedShort(tr kv.Transaction, p *PointerLease) error {
+func (q *Queue) countLapsedShort(tr kv.Transaction, p *LaneLease) error {
 	l := p.lane
 	v, err := tr.Get(l.handoutKey()).Get()
 	if err != nil || v == nil {
@@ -314,16 +313,17 @@ func (q *Queue) countLapsedShort(tr kv.Transaction, p *PointerLease) error {
 	return nil
 }
 
-// ExtendPointer renews a held lane lease until now+d (at least a second,
+// ExtendLane renews a held lane lease until now+d (at least a second,
 // at most MaxLease): the lane's pointer and state move there, its token
 // stays, so the short leases handed out under it stay valid (their
 // Deadline fields keep the hand-out's deadline: their lease is the lane's,
 // as renewed here). A lease already lost returns an error wrapping
-// ErrPointerLost and changes nothing.
+// ErrLaneLost and changes nothing.
 //
 // Keys: reads Z (1, prio, lane) (serializable); writes it, clears the old
 // pointer and sets the new one.
-func (q *Queue) ExtendPointer(ctx context.Context, p PointerLease, d time.Duration) (PointerLease, error) {
+func (c *Consumer) ExtendLane(ctx context.Context, p LaneLease, d time.Duration) (LaneLease, error) {
+	q := c.q
 	if d < time.Second || d > q.opts.MaxLease {
 		return p, fmt.Errorf("quick: extend lane lease: %w: %v is outside [1s, MaxLease %v]", ErrInvalidLease, d, q.opts.MaxLease)
 	}
@@ -359,7 +359,7 @@ func (q *Queue) ExtendPointer(ctx context.Context, p PointerLease, d time.Durati
 // moved or was cleared) comes back unchanged, and the error returned joins
 // their *LeaseLostError (errors.Is(err, ErrLeaseLost)) next to the complete
 // result. When the lane itself was lost (another worker took it over) it
-// returns an error wrapping ErrPointerLost. On any error the result holds
+// returns an error wrapping ErrLaneLost. On any error the result holds
 // the leases as the committed transactions left them: unchanged when
 // nothing committed.
 //
@@ -381,7 +381,8 @@ func (q *Queue) ExtendPointer(ctx context.Context, p PointerLease, d time.Durati
 // also reads the lane's first key (snapshot, after the promotions), adds a
 // read-conflict range over the lane up to it, and writes the lane state and
 // pointer (releaseLane).
-func (q *Queue) HandBack(ctx context.Context, p PointerLease, running []Lease, lease time.Duration) ([]Lease, error) {
+func (c *Consumer) HandBack(ctx context.Context, p LaneLease, running []Lease, lease time.Duration) ([]Lease, error) {
+	q := c.q
 	if err := q.checkLease(lease); err != nil {
 		return nil, fmt.Errorf("quick: hand back %s: %w", p.lane, err)
 	}
@@ -427,7 +428,7 @@ func (q *Queue) HandBack(ctx context.Context, p PointerLease, running []Lease, l
 // for where that attempt moved it (toks are fixed before the retry loop),
 // and a lane found released is that attempt's own hand-back when every
 // lease it promoted is where it put it.
-func (q *Queue) handBackTx(tr kv.Transaction, p *PointerLease, running []Lease, idx []int, last bool, now time.Time,
+func (q *Queue) handBackTx(tr kv.Transaction, p *LaneLease, running []Lease, idx []int, last bool, now time.Time,
 	deadlineMs int64, toks []uint64, out []Lease, errs []error, applied []bool, maybe bool) error {
 	var holds zholds
 	holds.read(tr, p)
@@ -437,7 +438,7 @@ func (q *Queue) handBackTx(tr kv.Transaction, p *PointerLease, running []Lease, 
 	}
 	s, err := holds.state(p)
 	if err != nil {
-		if !IsPointerLost(err) || !maybe || !last {
+		if !IsLaneLost(err) || !maybe || !last {
 			return err
 		}
 		// Released by this call's earlier attempt, or taken over?

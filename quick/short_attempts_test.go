@@ -42,12 +42,12 @@ func TestShortTakeoverCountsTheLapsedHoldersRuns(t *testing.T) {
 				ids = append(ids, js[0].ID)
 				clk.Advance(time.Millisecond) // one vesting order: the enqueue order
 			}
-			claim := func(holder string, max int, p *quick.PointerLease) quick.ZoneClaimed {
+			claim := func(holder string, max int, p *quick.LaneLease) quick.Claimed {
 				t.Helper()
-				res, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{
-					ClaimOptions: quick.ClaimOptions{TaskType: "s", Holder: holder, Max: max, Lease: quick.MinLease},
-					Pointer:      p,
-					Keep:         true,
+				res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{
+					TaskType: "s", Holder: holder, Max: max, Lease: quick.MinLease,
+					Lane: p,
+					Keep: true,
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -58,7 +58,7 @@ func TestShortTakeoverCountsTheLapsedHoldersRuns(t *testing.T) {
 			if c.fault {
 				db.armed.Store(true)
 			}
-			a2 := claim("A", 3, a1.Pointer)
+			a2 := claim("A", 3, a1.Lane)
 			if db.armed.Load() {
 				t.Fatal("the fault was not injected")
 			}
@@ -72,7 +72,7 @@ func TestShortTakeoverCountsTheLapsedHoldersRuns(t *testing.T) {
 				}
 			}
 			// A is SIGKILLed: no ack, no hand-back. Its lane lease lapses.
-			clk.Advance(q.Options().PointerLease)
+			clk.Advance(q.Options().LaneLeaseTime)
 			b := claim("B", 10, nil)
 			got := map[quick.ID]quick.Lease{}
 			for _, l := range b.Jobs {
@@ -115,7 +115,7 @@ func TestShortTakeoverCountsTheLapsedHoldersRuns(t *testing.T) {
 			// B vanishes too: the jobs at their last attempt (MaxAttempts
 			// 2) are dead-lettered by the next takeover; the others run a
 			// third time. B held them with per-job leases: counted once.
-			clk.Advance(quick.MinLease + q.Options().PointerLease)
+			clk.Advance(quick.MinLease + q.Options().LaneLeaseTime)
 			c3 := claim("C", 10, nil)
 			for _, l := range c3.Jobs {
 				if l.Attempt < 2 {
@@ -142,11 +142,11 @@ func TestShortHandBackLeavesNoRunToCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{
-		ClaimOptions: quick.ClaimOptions{TaskType: "s", Holder: "A", Max: 2, Lease: quick.MinLease},
-		Keep:         true,
+	res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{
+		TaskType: "s", Holder: "A", Max: 2, Lease: quick.MinLease,
+		Keep: true,
 	})
-	if err != nil || len(res.Jobs) != 2 || res.Pointer == nil {
+	if err != nil || len(res.Jobs) != 2 || res.Lane == nil {
 		t.Fatalf("A's claim = %+v, %v", res, err)
 	}
 	for _, l := range res.Jobs {
@@ -154,19 +154,19 @@ func TestShortHandBackLeavesNoRunToCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := q.HandBack(ctx, *res.Pointer, nil, quick.MinLease); err != nil {
+	if _, err := q.Consumer().HandBack(ctx, *res.Lane, nil, quick.MinLease); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(q.Options().PointerLease)
-	b, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{
-		ClaimOptions: quick.ClaimOptions{TaskType: "s", Holder: "B", Max: 10, Lease: quick.MinLease},
-		Keep:         true,
+	clk.Advance(q.Options().LaneLeaseTime)
+	b, err := q.Consumer().Claim(ctx, quick.ClaimOptions{
+		TaskType: "s", Holder: "B", Max: 10, Lease: quick.MinLease,
+		Keep: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Jobs) != 2 || b.DeadLettered != 0 || b.Pointer == nil || b.Pointer.Lapsed {
-		t.Fatalf("B's claim = %d jobs, %d dead, pointer %+v; want the 2 left, none dead, not lapsed", len(b.Jobs), b.DeadLettered, b.Pointer)
+	if len(b.Jobs) != 2 || b.DeadLettered != 0 || b.Lane == nil || b.Lane.Lapsed {
+		t.Fatalf("B's claim = %d jobs, %d dead, pointer %+v; want the 2 left, none dead, not lapsed", len(b.Jobs), b.DeadLettered, b.Lane)
 	}
 	for _, l := range b.Jobs {
 		if l.Attempt != 1 {

@@ -47,9 +47,9 @@ func TestShortCostPerJob(t *testing.T) {
 				if !res.More {
 					break
 				}
-				res = e.shortClaim(t, "w", res.Pointer, batch)
+				res = e.shortClaim(t, "w", res.Lane, batch)
 			}
-			if _, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+			if _, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -121,9 +121,9 @@ func BenchmarkShortClaimAck(b *testing.B) {
 		if !res.More {
 			break
 		}
-		res = e.shortClaim(b, "w", res.Pointer, 100)
+		res = e.shortClaim(b, "w", res.Lane, 100)
 	}
-	if _, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+	if _, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()

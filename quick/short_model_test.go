@@ -69,7 +69,7 @@ func TestShortModel(t *testing.T) {
 }
 
 type sworker struct {
-	p       *PointerLease
+	p       *LaneLease
 	running []Lease
 }
 
@@ -97,7 +97,7 @@ func (m *smodel) place(rt *rapid.T) {
 
 // fine accepts the errors a lease operation may return under races.
 func (m *smodel) fine(err error) {
-	if err != nil && !IsLeaseLost(err) && !IsPointerLost(err) {
+	if err != nil && !IsLeaseLost(err) && !IsLaneLost(err) {
 		m.rt.Fatalf("unexpected error: %v", err)
 	}
 }
@@ -105,7 +105,7 @@ func (m *smodel) fine(err error) {
 func (m *smodel) claim(rt *rapid.T) {
 	w := &m.workers[rapid.IntRange(0, len(m.workers)-1).Draw(rt, "worker")]
 	res, found, err := zshortClaim(m.e.ctx, m.e.q, "email", "w", w.p, rapid.IntRange(1, 5).Draw(rt, "max"))
-	if IsPointerLost(err) || errors.Is(err, ErrInvalidOption) {
+	if IsLaneLost(err) || errors.Is(err, ErrInvalidOption) {
 		w.p = nil // lost, or a lapsed lane: a takeover runs it
 		return
 	}
@@ -113,7 +113,7 @@ func (m *smodel) claim(rt *rapid.T) {
 	if err != nil || !found {
 		return
 	}
-	w.p = res.Pointer
+	w.p = res.Lane
 	w.running = append(w.running, res.Jobs...)
 }
 
@@ -172,7 +172,7 @@ func (m *smodel) handBack(rt *rapid.T) {
 			mine = append(mine, l)
 		}
 	}
-	got, err := m.e.q.HandBack(m.e.ctx, *w.p, mine, MinLease)
+	got, err := m.e.q.Consumer().HandBack(m.e.ctx, *w.p, mine, MinLease)
 	m.fine(err)
 	w.p = nil
 	w.running = append(got, other...)
@@ -183,7 +183,7 @@ func (m *smodel) renew(rt *rapid.T) {
 	if w.p == nil {
 		return
 	}
-	p, err := m.e.q.ExtendPointer(m.e.ctx, *w.p, 5*time.Second)
+	p, err := m.e.q.Consumer().ExtendLane(m.e.ctx, *w.p, 5*time.Second)
 	m.fine(err)
 	if err == nil {
 		w.p = &p
@@ -217,7 +217,7 @@ func perJobClaim(e *zenv, q *Queue, n int) ([]Lease, error) {
 	now := q.Now()
 	err := q.transact(e.ctx, func(tr kv.Transaction, _ bool) error {
 		out = nil
-		p, found, _, err := q.acquire(tr, "email", "t", 0, q.opts.PointerLease, false, now)
+		p, found, _, err := q.acquire(tr, "email", "t", 0, q.opts.LaneLeaseTime, false, now)
 		if err != nil || !found {
 			return err
 		}

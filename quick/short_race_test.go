@@ -71,7 +71,7 @@ func TestShortHandBackRacesAnEnqueue(t *testing.T) {
 	var id ID
 	q := e.hooked(t, func() { id = e.zput(t, zjob{})[0] })
 	before := e.db.Stats()
-	if _, err := q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+	if _, err := q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.db.Stats().Sub(before); d.Conflicts == 0 {
@@ -96,14 +96,14 @@ func TestShortAckRacesATakeover(t *testing.T) {
 	e.clk.Advance(time.Minute) // w1's lane lease lapsed
 	var taken []Lease
 	q := e.hooked(t, func() {
-		var p PointerLease
+		var p LaneLease
 		p, taken = e.zacquireClaim(t, e.truth, "email", "w2", time.Minute, 10)
 		if !p.Lapsed {
 			t.Error("the takeover was not lapsed")
 		}
 	})
 	_, err := q.Ack(e.ctx, completes(res.Jobs)...)
-	if !IsPointerLost(err) || len(taken) != 2 {
+	if !IsLaneLost(err) || len(taken) != 2 {
 		t.Fatalf("ack racing the takeover = %v (taken %d); want the lane lost", err, len(taken))
 	}
 	if jks, _ := e.laneKeys(t, e.lane0("email", "")); len(jks) != 2 {
@@ -133,7 +133,7 @@ func TestShortAckRacesATakeoverBeforeItsClaim(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if err := q.Complete(e.ctx, res.Jobs[0]); !IsPointerLost(err) {
+	if err := q.Complete(e.ctx, res.Jobs[0]); !IsLaneLost(err) {
 		t.Fatalf("complete racing the takeover = %v", err)
 	}
 	if jks, _ := e.laneKeys(t, e.lane0("email", "")); len(jks) != 1 {
@@ -148,7 +148,7 @@ func TestShortExtendRacesATakeover(t *testing.T) {
 	res := e.shortClaim(t, "w1", nil, 10)
 	e.clk.Advance(time.Minute)
 	q := e.hooked(t, func() { e.zacquireClaim(t, e.truth, "email", "w2", time.Minute, 10) })
-	if _, err := q.Extend(e.ctx, res.Jobs[0], time.Minute); !IsPointerLost(err) {
+	if _, err := q.Extend(e.ctx, res.Jobs[0], time.Minute); !IsLaneLost(err) {
 		t.Fatalf("extend racing the takeover = %v", err)
 	}
 	_, vs := e.laneKeys(t, e.lane0("email", ""))

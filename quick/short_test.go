@@ -8,7 +8,7 @@ import (
 
 // Short-job mode: jobs handed out under the lane lease, acked by clears.
 
-func (e *zenv) shortClaim(t testing.TB, holder string, p *PointerLease, max int) ZoneClaimed {
+func (e *zenv) shortClaim(t testing.TB, holder string, p *LaneLease, max int) Claimed {
 	t.Helper()
 	res, found, err := zshortClaim(e.ctx, e.q, "email", holder, p, max)
 	if err != nil {
@@ -17,7 +17,7 @@ func (e *zenv) shortClaim(t testing.TB, holder string, p *PointerLease, max int)
 	if !found {
 		t.Fatal("no lane was vested")
 	}
-	if res.Pointer == nil {
+	if res.Lane == nil {
 		t.Fatal("a short claim did not keep its lane")
 	}
 	return res
@@ -38,7 +38,7 @@ func TestShortHandsOutAndCompletesInBatches(t *testing.T) {
 	e.zput(t, make([]zjob, 250)...)
 	l0 := e.lane0("email", "")
 	res := e.shortClaim(t, "w", nil, 100)
-	p := res.Pointer
+	p := res.Lane
 	if len(res.Jobs) != 100 || !res.More || !p.Short || p.Lapsed {
 		t.Fatalf("first claim: %d jobs, more %v, pointer %+v", len(res.Jobs), res.More, p)
 	}
@@ -69,7 +69,7 @@ func TestShortHandsOutAndCompletesInBatches(t *testing.T) {
 			break
 		}
 		before = e.db.Stats()
-		res = e.shortClaim(t, "w", res.Pointer, 100)
+		res = e.shortClaim(t, "w", res.Lane, 100)
 		// One write per batch, whatever its size: the hand-out mark, by
 		// which a takeover counts the runs should this holder die.
 		if d := e.db.Stats().Sub(before); d.Commits != 1 || d.Mutations != 1 {
@@ -79,7 +79,7 @@ func TestShortHandsOutAndCompletesInBatches(t *testing.T) {
 	if len(seen) != 250 {
 		t.Fatalf("%d jobs handed out, want 250", len(seen))
 	}
-	if got, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil || len(got) != 0 {
+	if got, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil || len(got) != 0 {
 		t.Fatalf("hand back = %v, %v", got, err)
 	}
 	if _, ok := e.laneState(t, l0); ok || e.pointers(t, "email") != 0 {
@@ -101,7 +101,7 @@ func TestShortHolderDiesAndAnotherRunsTheRest(t *testing.T) {
 	if _, found, err := zshortClaim(e.ctx, e.q, "email", "w2", nil, 100); err != nil || found {
 		t.Fatalf("a held lane was taken: %v, %v", found, err)
 	}
-	e.clk.Advance(e.q.opts.PointerLease)
+	e.clk.Advance(e.q.opts.LaneLeaseTime)
 	p2, ls := e.zacquireClaim(t, e.q, "email", "w2", time.Minute, 100)
 	if !p2.Lapsed || len(ls) != 60 {
 		t.Fatalf("takeover: lapsed %v, %d jobs; want lapsed and the 60 not cleared", p2.Lapsed, len(ls))
@@ -114,7 +114,7 @@ func TestShortHolderDiesAndAnotherRunsTheRest(t *testing.T) {
 	// w1 comes back: its acks fail, and clear nothing.
 	for _, kind := range []AckKind{AckComplete, AckFail, AckRelease} {
 		r, err := e.q.Ack(e.ctx, Ack{Lease: res.Jobs[50], Kind: kind})
-		if !IsLeaseLost(err) || !IsPointerLost(err) || len(r) != 1 || !IsPointerLost(r[0].Err) {
+		if !IsLeaseLost(err) || !IsLaneLost(err) || len(r) != 1 || !IsLaneLost(r[0].Err) {
 			t.Fatalf("%s by the stale holder = %+v, %v; want a lost lease and lane", kind, r, err)
 		}
 		var lost *LeaseLostError
@@ -122,16 +122,16 @@ func TestShortHolderDiesAndAnotherRunsTheRest(t *testing.T) {
 			t.Fatalf("%s by the stale holder: %v", kind, r[0].Err)
 		}
 	}
-	if _, err := e.q.Extend(e.ctx, res.Jobs[50], time.Minute); !IsPointerLost(err) {
+	if _, err := e.q.Extend(e.ctx, res.Jobs[50], time.Minute); !IsLaneLost(err) {
 		t.Fatalf("extend by the stale holder = %v", err)
 	}
-	if _, err := e.q.HandBack(e.ctx, *res.Pointer, res.Jobs[40:], time.Minute); !IsPointerLost(err) {
+	if _, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, res.Jobs[40:], time.Minute); !IsLaneLost(err) {
 		t.Fatalf("hand back by the stale holder = %v", err)
 	}
-	if _, err := e.q.ExtendPointer(e.ctx, *res.Pointer, 5*time.Second); !IsPointerLost(err) {
+	if _, err := e.q.Consumer().ExtendLane(e.ctx, *res.Lane, 5*time.Second); !IsLaneLost(err) {
 		t.Fatalf("extend pointer by the stale holder = %v", err)
 	}
-	if err := e.q.ReleasePointer(e.ctx, *res.Pointer); !IsPointerLost(err) {
+	if err := e.q.Consumer().ReleaseLane(e.ctx, *res.Lane); !IsLaneLost(err) {
 		t.Fatalf("release pointer by the stale holder = %v", err)
 	}
 	jks, _ := e.laneKeys(t, e.lane0("email", ""))
@@ -184,7 +184,7 @@ func TestShortExtendPromotesALongJob(t *testing.T) {
 	if err := e.q.Complete(e.ctx, quick); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.q.HandBack(e.ctx, *res.Pointer, nil, time.Minute); err != nil {
+	if _, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if s, ok := e.laneState(t, e.lane0("email", "")); !ok || s.PtrMs != want.UnixMilli() || s.leased() {
@@ -214,7 +214,7 @@ func TestShortHandBackPromotesTheRunning(t *testing.T) {
 	}
 	e.clk.Advance(time.Second)
 	before := e.db.Stats()
-	got, err := e.q.HandBack(e.ctx, *res.Pointer, res.Jobs[1:], time.Minute)
+	got, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, res.Jobs[1:], time.Minute)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("hand back = %+v, %v", got, err)
 	}
@@ -238,7 +238,7 @@ func TestShortHandBackPromotesTheRunning(t *testing.T) {
 	if _, err := e.q.Ack(e.ctx, completes(append(got, res2.Jobs...))...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.q.HandBack(e.ctx, *res2.Pointer, nil, time.Minute); err != nil {
+	if _, err := e.q.Consumer().HandBack(e.ctx, *res2.Lane, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if e.pointers(t, "email") != 0 {
@@ -255,7 +255,7 @@ func TestShortHandBackReportsLostJobs(t *testing.T) {
 	if err := e.q.Complete(e.ctx, res.Jobs[0]); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.q.HandBack(e.ctx, *res.Pointer, res.Jobs, time.Minute)
+	got, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, res.Jobs, time.Minute)
 	if !IsLeaseLost(err) || len(got) != 2 || !got[0].Short() || got[1].Short() {
 		t.Fatalf("hand back = %+v, %v", got, err)
 	}
@@ -271,7 +271,7 @@ func TestShortHandBackIsBounded(t *testing.T) {
 	e.zput(t, make([]zjob, 1200)...)
 	res := e.shortClaim(t, "w", nil, 1200)
 	before := e.db.Stats()
-	got, err := e.q.HandBack(e.ctx, *res.Pointer, res.Jobs, time.Minute)
+	got, err := e.q.Consumer().HandBack(e.ctx, *res.Lane, res.Jobs, time.Minute)
 	if err != nil || len(got) != 1200 {
 		t.Fatalf("hand back = %d, %v", len(got), err)
 	}
@@ -288,12 +288,12 @@ func TestExtendPointerMovesTheLease(t *testing.T) {
 	e.zput(t, make([]zjob, 2)...)
 	res := e.shortClaim(t, "w", nil, 1)
 	e.clk.Advance(4 * time.Second)
-	p2, err := e.q.ExtendPointer(e.ctx, *res.Pointer, 10*time.Second)
+	p2, err := e.q.Consumer().ExtendLane(e.ctx, *res.Lane, 10*time.Second)
 	if err != nil || !p2.Deadline.Equal(zepoch.Add(14*time.Second)) {
 		t.Fatalf("extend pointer = %+v, %v", p2, err)
 	}
 	s, ok := e.laneState(t, e.lane0("email", ""))
-	if !ok || s.PtrMs != p2.Deadline.UnixMilli() || s.Token != res.Pointer.token || e.pointers(t, "email") != 1 {
+	if !ok || s.PtrMs != p2.Deadline.UnixMilli() || s.Token != res.Lane.token || e.pointers(t, "email") != 1 {
 		t.Fatalf("lane after extend %+v", s)
 	}
 	e.clk.Advance(5 * time.Second) // past the first deadline
@@ -309,7 +309,7 @@ func TestExtendPointerMovesTheLease(t *testing.T) {
 	if len(res2.Jobs) != 1 || res2.Jobs[0].ID == res.Jobs[0].ID {
 		t.Fatalf("continuing claim %+v", res2.Jobs)
 	}
-	if _, err := e.q.ExtendPointer(e.ctx, p2, 100*time.Millisecond); !errors.Is(err, ErrInvalidLease) {
+	if _, err := e.q.Consumer().ExtendLane(e.ctx, p2, 100*time.Millisecond); !errors.Is(err, ErrInvalidLease) {
 		t.Fatalf("extend pointer by 100ms = %v", err)
 	}
 }

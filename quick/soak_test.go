@@ -79,7 +79,7 @@ func zshortQueue(t *testing.T) (*quick.Queue, *dropNextCommit, *clock.Fake) {
 	db := &dropNextCommit{Database: raw}
 	clk := clock.NewFake(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
 	q, err := quick.Open(context.Background(), db, space, quick.Options{
-		Clock: clk, Layout: quick.LayoutZones,
+		Clock:     clk,
 		TaskTypes: map[string]quick.TaskTypeOptions{"s": {ShortJobs: true}},
 	})
 	if err != nil {
@@ -88,11 +88,11 @@ func zshortQueue(t *testing.T) (*quick.Queue, *dropNextCommit, *clock.Fake) {
 	return q, db, clk
 }
 
-func zshortClaim(t *testing.T, q *quick.Queue, holder string) quick.ZoneClaimed {
+func zshortClaim(t *testing.T, q *quick.Queue, holder string) quick.Claimed {
 	t.Helper()
-	res, err := q.ClaimZone(context.Background(), quick.ZoneClaimOptions{
-		ClaimOptions: quick.ClaimOptions{TaskType: "s", Holder: holder, Max: 10, Lease: quick.MinLease},
-		Keep:         true,
+	res, err := q.Consumer().Claim(context.Background(), quick.ClaimOptions{
+		TaskType: "s", Holder: holder, Max: 10, Lease: quick.MinLease,
+		Keep: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func zshortClaim(t *testing.T, q *quick.Queue, holder string) quick.ZoneClaimed 
 // commit failed with 1021 and did not apply must not take the attempt's
 // hand-outs as its own on the retry. A short hand-out writes nothing to
 // the job keys, so the keys look the same whether the attempt committed or
-// not; before the fix the retry took them (ClaimZone's recognition checked
+// not; before the fix the retry took them (Claim's recognition checked
 // the job keys' tokens only), returned a lane lease that never committed,
 // and the lane stayed free: a second worker leased it and ran the same job
 // at the same time, at the same attempt (soak seed 1, `quickbench soak
@@ -121,7 +121,7 @@ func TestZoneShortClaimUnknownCommitNotTakenAsOwn(t *testing.T) {
 	if db.armed.Load() {
 		t.Fatal("the fault was not injected")
 	}
-	if len(first.Jobs) != 1 || first.Pointer == nil || !first.Pointer.Short {
+	if len(first.Jobs) != 1 || first.Lane == nil || !first.Lane.Short {
 		t.Fatalf("w1's claim = %+v, want the job under a short lane lease", first)
 	}
 	second := zshortClaim(t, q, "w2")
@@ -147,10 +147,10 @@ func TestZoneShortHandOutEndsALapsedPerJobLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := zshortClaim(t, q, "w1")
-	if len(first.Jobs) != 1 || first.Pointer == nil {
+	if len(first.Jobs) != 1 || first.Lane == nil {
 		t.Fatalf("w1's claim = %+v", first)
 	}
-	promoted, err := q.HandBack(ctx, *first.Pointer, first.Jobs, quick.MinLease)
+	promoted, err := q.Consumer().HandBack(ctx, *first.Lane, first.Jobs, quick.MinLease)
 	if err != nil || len(promoted) != 1 || promoted[0].Short() {
 		t.Fatalf("hand back = %+v, %v; want the job on a lease of its own", promoted, err)
 	}
@@ -171,7 +171,7 @@ func TestZoneShortHandOutEndsALapsedPerJobLease(t *testing.T) {
 // short lane a worker holds (its jobs run under it) fails with its outcome
 // unknown (1031 in flight, not applied, and the worker's context ends, as
 // when it is stopped or killed). The lane is still the worker's;
-// before the fix ClaimZone's clean-up after an unknown outcome handed it
+// before the fix Claim's clean-up after an unknown outcome handed it
 // back (ReleasePointer), and another worker leased it and ran the jobs
 // still running under it again, at the same attempt (soak, `quickbench
 // soak -layout migrate -short`, seed 1: a worker killed while its claim
@@ -183,17 +183,17 @@ func TestZoneShortContinuingClaimUnknownKeepsTheLane(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := zshortClaim(t, q, "w1")
-	if len(first.Jobs) != 1 || first.Pointer == nil {
+	if len(first.Jobs) != 1 || first.Lane == nil {
 		t.Fatalf("w1's claim = %+v", first)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	db.code, db.fired = 1031, cancel
 	db.armed.Store(true)
-	p := *first.Pointer
-	_, err := q.ClaimZone(cctx, quick.ZoneClaimOptions{
-		ClaimOptions: quick.ClaimOptions{TaskType: "s", Holder: "w1", Max: 10, Lease: quick.MinLease},
-		Pointer:      &p, Keep: true,
+	p := *first.Lane
+	_, err := q.Consumer().Claim(cctx, quick.ClaimOptions{
+		TaskType: "s", Holder: "w1", Max: 10, Lease: quick.MinLease,
+		Lane: &p, Keep: true,
 	})
 	if !kv.IsMaybeCommitted(err) {
 		t.Fatalf("continuing claim = %v, want its outcome unknown", err)
@@ -276,7 +276,7 @@ func TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed(t *testing.T) {
 	tr.Cancel()
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := quick.Options{Clock: clk, Layout: quick.LayoutZones, AutomaticIdempotency: true}
+	opts := quick.Options{Clock: clk, AutomaticIdempotency: true}
 	db := &applyThenTimeout{Database: raw}
 	q, err := quick.Open(ctx, db, space, opts)
 	if err != nil {
@@ -287,7 +287,7 @@ func TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim := func(holder string) []quick.Lease {
-		res, err := worker.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "e", Holder: holder, Max: 10, Lease: quick.MinLease}})
+		res, err := worker.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "e", Holder: holder, Max: 10, Lease: quick.MinLease})
 		if err != nil {
 			t.Fatal(err)
 		}

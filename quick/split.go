@@ -6,6 +6,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // Splitting a deep lane (docs/design.md, "Lanes inside a hot zone").
@@ -62,9 +63,9 @@ import (
 // bounded so that a split never makes a claim transaction large: at most
 // 4 × 256 keys moved, and the moves count as the claim's rewrites (at most
 // claimRewriteBytes, 1 MB, with its dead letters and quarantines).
-func zsplitChunk(max int) int { return min(16*max, 256) }
+func zsplitChunk(max int) int { return lanes.SplitChunk(max) }
 
-const zsplitLanes = 4
+const zsplitLanes = lanes.SplitWays
 
 // splitTarget is a lane a split moves a chunk into, and its pointer's time
 // as read (-1: the lane had no state).
@@ -88,7 +89,7 @@ type splitTarget struct {
 // and a set (and S (2, "i", id) when trackable); per chunk lane a
 // read-conflict key on its state, its state and pointer set; a
 // read-conflict key on Z (2) and a set of it when it grows the zone.
-func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n int, after []byte, now time.Time, b *claimBudget) (left bool, futureMs int64, err error) {
+func (q *Queue) splitLane(tr kv.Transaction, opts ClaimOptions, l laneRef, n int, after []byte, now time.Time, b *claimBudget) (left bool, futureMs int64, err error) {
 	chunk := zsplitChunk(opts.Max)
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
@@ -161,12 +162,14 @@ func (q *Queue) splitLane(tr kv.Transaction, opts ZoneClaimOptions, l laneRef, n
 		}
 		// The chunk lane's state as read (none, or idle): conflict if it
 		// changes (an enqueue creating or pulling it, a claim taking it),
-		// and file its pointer in the current second.
+		// and file its pointer as a hand-back: the chunk is the split
+		// lane's work, which goes behind every lane already waiting
+		// (pointer.go, handBackMs), not ahead as new work would.
 		dst := laneRef{z: l.z, prio: l.prio, lane: tg.lane}
 		if err := q.conflictOn(tr, dst.stateKey()); err != nil {
 			return true, -1, err
 		}
-		q.movePointer(tr, dst, tg.oldPtr, laneState{PtrMs: nowMs})
+		q.movePointerTo(tr, dst, tg.oldPtr, laneState{PtrMs: handBackMs(nowMs), Vested: true})
 	}
 	q.opts.Logger.Debug("quick: split a deep lane", "lane", l.String(), "chunks", moved)
 	return kept || !end, futureMs, nil
@@ -236,7 +239,7 @@ func (q *Queue) splitTargets(tr kv.Transaction, l laneRef, n int, skvs []kv.KeyV
 	if n >= q.opts.MaxZoneLanes || len(skvs) > q.opts.MaxZoneLanes {
 		return nil, nil // every lane busy, and the zone at its cap
 	}
-	grown := min(2*n, q.opts.MaxZoneLanes)
+	grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 	out := pick(n, grown)
 	if len(out) == 0 {
 		return nil, nil

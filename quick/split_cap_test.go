@@ -32,7 +32,7 @@ func TestZoneSplitNeverTakesALaneItDidNotRead(t *testing.T) {
 	}
 	// Lane 0 is backlogged: its oldest job waited 2 s.
 	e.clk.Advance(2 * time.Second)
-	res, err := e.q.ClaimZone(e.ctx, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 1, Lease: time.Minute}})
+	res, err := e.q.Consumer().Claim(e.ctx, ClaimOptions{TaskType: "email", Holder: "w", Max: 1, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // not split.
 func TestZoneSplitDeepLane(t *testing.T) {
 	e := newZCEnv(t, Options{MaxZoneLanes: 4, TaskTypes: map[string]TaskTypeOptions{
-		"email": {Trackable: true}, "thumb": {ShortJobs: true},
+		"email": {}, "thumb": {ShortJobs: true},
 	}})
 	batch := func(taskType string, n int) []NewJob {
 		jobs := make([]NewJob, n)
@@ -31,7 +31,7 @@ func TestZoneSplitDeepLane(t *testing.T) {
 	lane := func(n int) laneRef { return laneRef{z: z, prio: Normal, lane: n} }
 
 	// Fresh: taken, not split.
-	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5}})
+	c := e.claim(t, ClaimOptions{Max: 5})
 	if len(c.Jobs) != 5 || !c.More {
 		t.Fatalf("claim = %d jobs, more %v", len(c.Jobs), c.More)
 	}
@@ -39,12 +39,12 @@ func TestZoneSplitDeepLane(t *testing.T) {
 		t.Fatalf("a fresh backlog was split: %d pointers", n)
 	}
 	e.clk.Advance(2 * time.Second)
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "thumb", Max: 5}})
+	c = e.claim(t, ClaimOptions{TaskType: "thumb", Max: 5})
 	if n := e.pointers(t, "thumb"); n != 1 {
 		t.Fatalf("a short-job lane was split: %d pointers", n)
 	}
-	if c.Pointer != nil {
-		if err := e.q.ReleasePointer(e.ctx, *c.Pointer); err != nil {
+	if c.Lane != nil {
+		if err := e.q.Consumer().ReleaseLane(e.ctx, *c.Lane); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestZoneSplitDeepLane(t *testing.T) {
 	// Backlogged: the claim takes 5 and moves the next zsplitChunk(5) = 20
 	// into the empty lane 1, in order, with their vesting times.
 	before, _ := e.laneKeys(t, lane(0))
-	c = e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5}})
+	c = e.claim(t, ClaimOptions{Max: 5})
 	if len(c.Jobs) != 5 || !c.More {
 		t.Fatalf("claim = %d jobs, more %v", len(c.Jobs), c.More)
 	}
@@ -96,7 +96,7 @@ func TestZoneSplitDeepLane(t *testing.T) {
 	}
 	e.clk.Advance(2 * time.Minute) // the first leases lapse
 	for range 500 {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5, Lease: 10 * time.Minute}})
+		c := e.claim(t, ClaimOptions{Max: 5, Lease: 10 * time.Minute})
 		for _, l := range c.Jobs {
 			seen[l.ID]++
 		}
@@ -161,7 +161,7 @@ func TestZoneSplitRacingAnEnqueueIntoItsChunkLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := e.q.zclaimDefaults(ZoneClaimOptions{ClaimOptions: ClaimOptions{TaskType: "email", Holder: "w", Max: 5, Lease: time.Minute}})
+	opts, err := e.q.claimDefaults(ClaimOptions{TaskType: "email", Holder: "w", Max: 5, Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestZoneSplitRacingAnEnqueueIntoItsChunkLane(t *testing.T) {
 	}
 	seen := map[ID]int{}
 	for range 100 {
-		c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5, Lease: 10 * time.Minute}})
+		c := e.claim(t, ClaimOptions{Max: 5, Lease: 10 * time.Minute})
 		for _, l := range c.Jobs {
 			seen[l.ID]++
 		}
@@ -212,7 +212,7 @@ func TestZoneSplitWithNoLaneToFillReadsNoBacklog(t *testing.T) {
 	e.enqueue(t, jobs...)
 	e.clk.Advance(2 * time.Second) // backlogged by the growth rule's measure
 	before := e.db.Stats()
-	c := e.claim(t, ZoneClaimOptions{ClaimOptions: ClaimOptions{Max: 5}})
+	c := e.claim(t, ClaimOptions{Max: 5})
 	read := e.db.Stats().KeysRead - before.KeysRead
 	if len(c.Jobs) != 5 || !c.More {
 		t.Fatalf("claim = %d jobs, more %v", len(c.Jobs), c.More)

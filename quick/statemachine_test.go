@@ -148,7 +148,7 @@ type zModel struct {
 	jobs     map[ID]*zmJob
 	order    []ID
 	held     []zmHeld
-	pointers []PointerLease // lanes some worker believes it holds (Keep)
+	pointers []LaneLease // lanes some worker believes it holds (Keep)
 	inj      *kv.FaultyDB
 	raw      kv.Database
 	steps    int64
@@ -159,8 +159,8 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	own := space.Sub("tenant-data")
 	opts := Options{
 		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
-		MaxLease: time.Minute, Layout: LayoutZones, ZoneLanes: 2, MaxZoneLanes: 4,
-		TaskTypes: map[string]TaskTypeOptions{zsmType: {Trackable: true}},
+		MaxLease: time.Minute, ZoneLanes: 2, MaxZoneLanes: 4,
+		TaskTypes: map[string]TaskTypeOptions{zsmType: {}},
 		ZoneSpace: func(itemSpace string) tuple.Subspace {
 			if itemSpace == "t2" {
 				return own.Sub(itemSpace)
@@ -247,7 +247,7 @@ func (m *zModel) enqueue(rt *rapid.T) {
 }
 
 // took checks the jobs a claim returned against the model and applies them.
-func (m *zModel) took(rt *rapid.T, worker string, res ZoneClaimed, maxN int) {
+func (m *zModel) took(rt *rapid.T, worker string, res Claimed, maxN int) {
 	now := m.clk.Now()
 	if len(res.Jobs) > maxN {
 		rt.Fatalf("claim took %d jobs, Max %d", len(res.Jobs), maxN)
@@ -295,8 +295,8 @@ func (m *zModel) took(rt *rapid.T, worker string, res ZoneClaimed, maxN int) {
 	if dead != 0 {
 		rt.Fatalf("claim reported %d dead letters the model cannot find", dead)
 	}
-	if res.Pointer != nil {
-		m.pointers = append(m.pointers, *res.Pointer)
+	if res.Lane != nil {
+		m.pointers = append(m.pointers, *res.Lane)
 	}
 }
 
@@ -325,9 +325,9 @@ func (m *zModel) claim(rt *rapid.T) {
 	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
 	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
 	keep := rapid.Bool().Draw(rt, "keep")
-	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
-		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: worker, Max: maxN, Lease: zsmLease},
-		Peek:         64, Keep: keep,
+	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{
+		TaskType: zsmType, Holder: worker, Max: maxN, Lease: zsmLease,
+		Peek: 64, Keep: keep,
 	})
 	if err != nil {
 		rt.Fatalf("claim: %v", err)
@@ -344,11 +344,11 @@ func (m *zModel) continueHeld(rt *rapid.T) {
 	p := m.pointers[i]
 	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
 	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
-	res, err := m.q.ClaimZone(m.ctx, ZoneClaimOptions{
-		ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: p.Holder, Max: maxN, Lease: zsmLease},
-		Pointer:      &p, Keep: rapid.Bool().Draw(rt, "keep"),
+	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{
+		TaskType: zsmType, Holder: p.Holder, Max: maxN, Lease: zsmLease,
+		Lane: &p, Keep: rapid.Bool().Draw(rt, "keep"),
 	})
-	if IsPointerLost(err) {
+	if IsLaneLost(err) {
 		return // its lease lapsed and another worker took the lane
 	}
 	if err != nil {
@@ -364,7 +364,7 @@ func (m *zModel) handBack(rt *rapid.T) {
 	i := rapid.IntRange(0, len(m.pointers)-1).Draw(rt, "ptr")
 	p := m.pointers[i]
 	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
-	if err := m.q.ReleasePointer(m.ctx, p); err != nil && !IsPointerLost(err) {
+	if err := m.q.Consumer().ReleaseLane(m.ctx, p); err != nil && !IsLaneLost(err) {
 		rt.Fatalf("hand back a kept lane: %v", err)
 	}
 }
@@ -743,9 +743,9 @@ func (m *zModel) drain(rt *rapid.T) {
 	m.inj.SetEnabled(false)
 	for round := 0; round < 200; round++ {
 		m.clk.Advance(10 * time.Minute)
-		res, err := m.truth.ClaimZone(m.ctx, ZoneClaimOptions{
-			ClaimOptions: ClaimOptions{TaskType: zsmType, Holder: "drain", Max: 1000, Lease: zsmLease},
-			Peek:         64,
+		res, err := m.truth.Consumer().Claim(m.ctx, ClaimOptions{
+			TaskType: zsmType, Holder: "drain", Max: 1000, Lease: zsmLease,
+			Peek: 64,
 		})
 		if err != nil {
 			rt.Fatal(err)

@@ -135,15 +135,21 @@ func decodeOutcome(id ID, b []byte) (Outcome, error) {
 	return o, err
 }
 
-// outcomeTx reads a job's outcome: the recorded one, or what the record and
-// the enqueue marker tell. It also says whether the job is waitable.
+// outcomeTx reads a job's outcome: the recorded one, or what the record,
+// the zones lookup index and the enqueue marker tell. It also says whether
+// the job is waitable. (The zones enqueue marker S(2,"m",id) tells nothing
+// here: it stays while an Untracked job is pending, and is one per enqueue
+// transaction.)
 //
 // Keys: reads S(1,"o",id) (serializable, so a watch set after it sees any
-// later change), and snapshot reads of S(1,"j",id) and S(1,"m",id).
+// later change), and snapshot reads of S(1,"j",id), S(1,"m",id) and
+// S(2,"i",id), all in one round trip.
 func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 	of := tr.Get(q.outcomeKey(id))
-	rf := tr.Snapshot().Get(q.k.jobKey(id))
-	mf := tr.Snapshot().Get(q.k.markKey(id))
+	snap := tr.Snapshot()
+	rf := snap.Get(q.k.jobKey(id))
+	mf := snap.Get(q.k.markKey(id))
+	zf := snap.Get(q.zk.indexKey(id))
 	ov, err := of.Get()
 	if err != nil {
 		return Outcome{}, false, err
@@ -160,12 +166,25 @@ func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 		return Outcome{}, false, err
 	}
 	if rv == nil {
+		// A pending zones job has no record: its lookup index entry says
+		// it is there, and whether it is waitable.
+		zv, err := zf.Get()
+		if err != nil {
+			return Outcome{}, false, err
+		}
+		if zv != nil {
+			var ix indexValue
+			if err := ix.unmarshal(zv); err != nil {
+				return Outcome{}, false, fmt.Errorf("quick: job %s: %w", id, err)
+			}
+			return Outcome{ID: id, Kind: OutcomePending}, ix.Flags&flagWaitable != 0, nil
+		}
 		mv, err := mf.Get()
 		if err != nil {
 			return Outcome{}, false, err
 		}
 		if mv == nil {
-			return Outcome{}, false, fmt.Errorf("%w: %s", ErrNotFound, id)
+			return Outcome{}, false, fmt.Errorf("%w: %s", ErrNotTrackable, id)
 		}
 		return Outcome{ID: id, Kind: OutcomeFinished}, false, nil
 	}
@@ -185,7 +204,15 @@ func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 // finished job that was not waitable (or whose outcome was purged) is
 // OutcomeFinished while its enqueue marker lasts; after that, ErrNotFound.
 //
-// Cost: one transaction of three point reads (outcome, record, marker).
+// A pending job is found through its lookup index entry (every job unless
+// its task type is Untracked: then ErrNotTrackable, which wraps
+// ErrNotFound, until it finishes).
+//
+// A finished zones job that was not waitable (or whose outcome was purged)
+// has nothing left to tell: ErrNotTrackable, as for an unknown ID.
+//
+// Cost: one transaction of four point reads in one round trip (outcome,
+// record, enqueue marker, lookup index).
 func (q *Queue) Outcome(ctx context.Context, id ID) (Outcome, error) {
 	var o Outcome
 	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
@@ -204,7 +231,10 @@ func (q *Queue) Outcome(ctx context.Context, id ID) (Outcome, error) {
 // OutcomeFinished). A dead-lettered job is an outcome: Wait returns it,
 // though Requeue may run the job again.
 //
-// Cost per round: one transaction (a read version, three point reads and
+// A pending job of an Untracked task type cannot be found by ID:
+// ErrNotTrackable (which wraps ErrNotFound).
+//
+// Cost per round: one transaction (a read version, four point reads and
 // one watch, which FDB counts against its per-client watch limit of 10,000
 // by default: a process cannot wait on more jobs than that at once). A job
 // that finishes while waited on takes two rounds.

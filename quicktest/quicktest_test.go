@@ -30,10 +30,12 @@ func (Email) Kind() string { return "email" }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// newQueue opens a queue of the zones layout (the one layout since issue
+// 21) with two lanes a zone.
 func newQueue(t *testing.T) (*quick.Queue, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	q, err := quick.Open(context.Background(), memkv.Open(memkv.Options{}), tuple.FromTuple(tuple.Tuple{"qt"}), quick.Options{Clock: clk})
+	q, err := quick.Open(context.Background(), memkv.Open(memkv.Options{}), tuple.FromTuple(tuple.Tuple{"qt"}), quick.Options{Clock: clk, ZoneLanes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func TestWorkJobGivenAndDecodeFailure(t *testing.T) {
 	msg := run(func(tb quicktest.TB) {
 		quicktest.WorkJob(ctx, tb, q, func(context.Context, *worker.Job[Email]) error { return nil }, id, nil)
 	})
-	if !strings.Contains(msg, "finished: only a scheduled or ready job can be worked") {
+	if !strings.Contains(msg, "is not pending (finished, or never enqueued)") {
 		t.Errorf("message:\n%s", msg)
 	}
 	_ = clk
@@ -326,8 +328,8 @@ func TestWorkJobLeasedAndNonJSONListing(t *testing.T) {
 	q, _ := newQueue(t)
 	ctx := context.Background()
 	id := insert(t, q, Email{To: "busy"}, &quick.InsertOpts{})
-	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil {
-		t.Fatal(err)
+	if c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "other"}); err != nil || len(c.Jobs) != 1 {
+		t.Fatal(c, err)
 	}
 	msg := run(func(tb quicktest.TB) {
 		quicktest.WorkJob(ctx, tb, q, func(context.Context, *worker.Job[Email]) error { return nil }, id, nil)
@@ -370,8 +372,8 @@ func TestWorkJobLapsedLastAttempt(t *testing.T) {
 	q, clk := newQueue(t)
 	ctx := context.Background()
 	id := insert(t, q, Email{To: "lapsed"}, &quick.InsertOpts{MaxAttempts: 1})
-	if _, err := q.Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil {
-		t.Fatal(err)
+	if c, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "email", Holder: "vanished", Lease: 30 * time.Second}); err != nil || len(c.Jobs) != 1 {
+		t.Fatal(c, err)
 	}
 	clk.Advance(time.Minute)
 	msg := run(func(tb quicktest.TB) {
@@ -379,5 +381,73 @@ func TestWorkJobLapsedLastAttempt(t *testing.T) {
 	})
 	if !strings.Contains(msg, "has spent its 1 attempts") {
 		t.Errorf("message:\n%s", msg)
+	}
+}
+
+// TestTenants: on a zones queue with several tenants (item spaces), the
+// assertions see every tenant's jobs, inside a transaction too, and Work
+// and WorkJob run a given tenant's job and leave the others alone.
+func TestTenants(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	tenants := []string{"", "acme", "globex", "initech"}
+	ids := map[string]quick.ID{}
+	for _, ts := range tenants {
+		ids[ts] = insert(t, q, Email{To: "x@" + ts}, &quick.InsertOpts{ItemSpace: ts})
+	}
+	insert(t, q, Email{To: "later@acme"}, &quick.InsertOpts{ItemSpace: "acme", Delay: time.Hour})
+	for _, ts := range tenants {
+		j := quicktest.RequireEnqueued(t, q, Email{To: "x@" + ts}, &quicktest.RequireOpts{ItemSpace: ts, State: quick.StateReady})
+		if j.ID != ids[ts] || j.ItemSpace != ts {
+			t.Fatalf("tenant %q: found %+v", ts, j)
+		}
+	}
+	quicktest.RequireEnqueued(t, q, Email{To: "later@acme"}, &quicktest.RequireOpts{ItemSpace: "acme", State: quick.StateScheduled, ScheduledAt: t0.Add(time.Hour)})
+	quicktest.RequireNotEnqueued(t, q, Email{To: "x@acme"}, &quicktest.RequireOpts{ItemSpace: "globex"})
+	if msg := run(func(tb quicktest.TB) {
+		quicktest.RequireNotEnqueued(tb, q, Email{To: "x@globex"}, &quicktest.RequireOpts{ItemSpace: "globex"})
+	}); !strings.Contains(msg, `item_space="globex"`) {
+		t.Errorf("RequireNotEnqueued of a globex job: %q", msg)
+	}
+	got := quicktest.RequireManyEnqueued(t, q, []quicktest.ExpectedJob{
+		{Args: Email{To: "x@initech"}, Opts: &quicktest.RequireOpts{ItemSpace: "initech"}},
+		{Args: Email{}, Opts: &quicktest.RequireOpts{AnyArgs: true, ItemSpace: "acme", State: quick.StateScheduled}},
+		{Args: Email{To: "x@"}},
+	})
+	if got[0].ID != ids["initech"] || got[2].ID != ids[""] {
+		t.Fatalf("matched %v", got)
+	}
+	// Inside a transaction: another tenant's uncommitted job is seen.
+	errRollback := errors.New("roll back")
+	err := q.DB().Transact(ctx, func(tr kv.Transaction) error {
+		j, _ := quick.ArgsJob(Email{To: "tx@umbrella"}, &quick.InsertOpts{ItemSpace: "umbrella"})
+		if _, err := q.EnqueueTx(tr, j); err != nil {
+			return err
+		}
+		quicktest.RequireEnqueuedTx(t, tr, q, Email{To: "tx@umbrella"}, &quicktest.RequireOpts{ItemSpace: "umbrella"})
+		quicktest.RequireEnqueuedTx(t, tr, q, Email{To: "x@globex"}, nil)
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	quicktest.RequireNotEnqueued(t, q, Email{To: "tx@umbrella"}, nil)
+	// Work inserts in a tenant and runs that job; WorkJob runs globex's.
+	var seen []string
+	h := func(_ context.Context, j *worker.Job[Email]) error { seen = append(seen, j.Args.To); return nil }
+	res := quicktest.Work(ctx, t, q, h, Email{To: "work@umbrella"}, &quicktest.WorkOpts{Insert: &quick.InsertOpts{ItemSpace: "umbrella"}})
+	if res.Event != quicktest.EventCompleted || res.Lease.ItemSpace != "umbrella" || res.Job.State != quick.StateFinished {
+		t.Fatalf("Work: %+v", res)
+	}
+	res = quicktest.WorkJob(ctx, t, q, h, ids["globex"], nil)
+	if res.Event != quicktest.EventCompleted || res.Lease.ItemSpace != "globex" {
+		t.Fatalf("WorkJob: %+v", res)
+	}
+	if strings.Join(seen, ",") != "work@umbrella,x@globex" {
+		t.Fatalf("handled %v", seen)
+	}
+	quicktest.RequireNotEnqueued(t, q, Email{To: "x@globex"}, nil)
+	for _, ts := range []string{"", "acme", "initech"} {
+		quicktest.RequireEnqueued(t, q, Email{To: "x@" + ts}, &quicktest.RequireOpts{ItemSpace: ts, State: quick.StateReady})
 	}
 }

@@ -114,6 +114,10 @@ func WorkJob[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h work
 		lease = 30 * time.Second
 	}
 	l, err := claim(ctx, q, id, holderOf(opts), lease)
+	if quick.IsNotFound(err) {
+		tb.Fatalf("quicktest: job %s is not pending (finished, or never enqueued): %v", id, err)
+		return nil
+	}
 	if err != nil {
 		tb.Fatalf("quicktest: %v", err)
 		return nil

@@ -20,7 +20,6 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -183,7 +182,7 @@ func startLiveQueue(t *testing.T) *liveQueue {
 	})
 	// Wait until the worker holds the three imports.
 	for {
-		d, err := zoneread.Read(ctx, q, zoneread.DepthOptions{TaskType: "import"})
+		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: "import"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +235,7 @@ func atoi(t *testing.T, s string) int {
 // libCounts is what the library says of a task type.
 func libCounts(t *testing.T, q *quick.Queue, typ string) map[string]int {
 	t.Helper()
-	d, err := zoneread.Read(context.Background(), q, zoneread.DepthOptions{TaskType: typ})
+	d, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: typ})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +358,7 @@ func TestBrowserConsole(t *testing.T) {
 	// Tenants: email's tenants by ready work, as the library ranks them;
 	// then the hot tenant's zone, one cell per lane.
 	do("tenants", chromedp.Navigate(base+"/tenants?type=email"), visible(`.tenants`))
-	d, err := zoneread.Read(context.Background(), lq.q, zoneread.DepthOptions{TaskType: "email"})
+	d, err := lq.q.Depth(context.Background(), quick.DepthOptions{TaskType: "email"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,10 @@ func (h *Handler) controlFor(name string, f url.Values) (spec actionSpec, ok boo
 		return actionSpec{Title: "cancel " + flt.TaskType + " jobs", What: what + ". This cannot be undone.",
 			Cost: "quick.Queue.CancelMatching, " + fmt.Sprintf(costBulk, quick.BulkBatch, "quick.Queue.List: bounded range reads of the schedule keys; then a point read per listed job for its record, 4 or 5 clears per job cancelled"),
 			run: func(ctx context.Context) (string, error) {
-				n, err := h.q.CancelMatching(ctx, flt, limit)
-				return fmt.Sprintf("cancelled %d %s jobs", n, flt.TaskType), err
+				// One bounded call per click: a scan cut short by its
+				// budget says so, and the next click goes on.
+				r, err := h.q.CancelMatching(ctx, flt, quick.BulkOptions{Limit: limit})
+				return fmt.Sprintf("cancelled %d %s jobs%s", r.Done, flt.TaskType, moreLeft(r)), err
 			}}, true, nil
 	case "requeue-dead":
 		flt, limit, err := deadFilter(f, h.now())
@@ -89,11 +91,19 @@ func (h *Handler) controlFor(name string, f url.Values) (spec actionSpec, ok boo
 		return actionSpec{Title: "requeue " + flt.TaskType + " dead letters", What: what + ", each run now with its attempts reset.",
 			Cost: "quick.Queue.RequeueMatching, " + fmt.Sprintf(costBulk, quick.BulkBatch, "quick.Queue.ListDead: a range read of the dead-letter index and a point read per job; then 2 point reads and 4 writes per job requeued"),
 			run: func(ctx context.Context) (string, error) {
-				n, err := h.q.RequeueMatching(ctx, flt, limit)
-				return fmt.Sprintf("requeued %d %s dead letters", n, flt.TaskType), err
+				r, err := h.q.RequeueMatching(ctx, flt, quick.BulkOptions{Limit: limit})
+				return fmt.Sprintf("requeued %d %s dead letters%s", r.Done, flt.TaskType, moreLeft(r)), err
 			}}, true, nil
 	}
 	return actionSpec{}, false, nil
+}
+
+// moreLeft tells that a bulk call stopped before the end of its scan.
+func moreLeft(r quick.BulkResult) string {
+	if r.Next == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%d keys scanned; more may match: run it again)", r.Scanned)
 }
 
 func describeState(s quick.State) string {

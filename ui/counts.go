@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/zoneread"
+	"github.com/quickfdb/quickfdb/quick"
 )
 
 // typeCounts is one task type's counts, as the overview shows them.
@@ -18,7 +18,7 @@ type typeCounts struct {
 	Exact       bool
 	OldestReady time.Time
 	// Tenants are the tenants with the most ready work, most first.
-	Tenants      []zoneread.TenantDepth
+	Tenants      []quick.TenantDepth
 	TenantsExact bool
 }
 
@@ -26,7 +26,7 @@ type typeCounts struct {
 // its top tenants: quick.Queue.Depth (at most Budget keys, and one point
 // read of the dead letters' counter).
 func (h *Handler) typeCounts(ctx context.Context, t string, top int) (typeCounts, error) {
-	d, err := zoneread.Read(ctx, h.q, zoneread.DepthOptions{TaskType: t, Budget: h.cfg.Budget, TopTenants: top})
+	d, err := h.q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: h.cfg.Budget, TopTenants: top})
 	if err != nil {
 		return typeCounts{}, err
 	}

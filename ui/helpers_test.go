@@ -62,25 +62,8 @@ func newFixture(t *testing.T, cfg ui.Config) *fixture {
 	return f
 }
 
-// needsSurfaces skips a test of a surface that works on tenants' zones only
-// once issue 21's surfaces land in main (CancelMatching, lookup by ID of
-// every job). Remove each call when they have.
-func needsSurfaces(t *testing.T, what string) {
-	t.Helper()
-	t.Skipf("needs issue 21's surfaces in main: %s", what)
-}
-
-// testOptions are the options of the tests' queues: the zones layout, and
-// the lookup index of every type the tests find jobs of by ID (both go when
-// issue 21's onelayout and surfaces land: one layout, lookup by default).
-func testOptions(o quick.Options) quick.Options {
-	o.Layout = quick.LayoutZones
-	o.TaskTypes = map[string]quick.TaskTypeOptions{}
-	for _, t := range []string{"email", "webhook", "report", "import", "tick", "sms"} {
-		o.TaskTypes[t] = quick.TaskTypeOptions{Trackable: true}
-	}
-	return o
-}
+// testOptions are the options of the tests' queues.
+func testOptions(o quick.Options) quick.Options { return o }
 
 // claim takes o.Max jobs, claim after claim (each takes from one lane of
 // one zone).
@@ -90,7 +73,7 @@ func claim(t testing.TB, q *quick.Queue, o quick.ClaimOptions) []quick.Lease {
 	for range o.Max {
 		want := o
 		want.Max = o.Max - len(got)
-		c, err := q.ClaimZone(context.Background(), quick.ZoneClaimOptions{ClaimOptions: want})
+		c, err := q.Consumer().Claim(context.Background(), want)
 		if err != nil {
 			t.Fatalf("claim %s: %v", o.TaskType, err)
 		}

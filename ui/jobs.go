@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/quickfdb/quickfdb/internal/present"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -95,8 +94,8 @@ func trunc(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// jobsPage lists jobs with quick.Queue.List (scheduled, ready, leased;
-// tenant by tenant, a bounded page of range reads) or ListDead, finds one
+// jobsPage lists jobs with quick.Queue.List (scheduled, ready, leased; a
+// page of at most 5,000 keys read) or ListDead, finds one
 // by ID (redirect to its page) or by unique key (quick.Queue.UniqueHolder:
 // two point reads).
 func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
@@ -191,14 +190,14 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
 		}
 	default:
-		o := zoneread.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after}
+		o := quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after}
 		switch {
 		case f.NoTenant:
 			o.ItemSpaces = []string{""}
 		case f.Tenant != "":
 			o.ItemSpaces = []string{f.Tenant}
 		}
-		page, err := zoneread.List(ctx, h.q, o)
+		page, err := h.q.List(ctx, o)
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return

@@ -32,7 +32,7 @@ type tenantRow struct {
 	Ready, Leased, Scheduled int
 	Exact                    bool
 	OldestAge                string
-	Lanes                    int
+	Lanes                    int // lanes holding jobs
 	ZoneURL                  string
 }
 

@@ -43,7 +43,8 @@ func TestTenantsPageRanksTenantsByReadyWork(t *testing.T) {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	rows := tenantRowRE.FindAllStringSubmatch(r.body, -1)
-	if len(rows) != 3 || rows[0][1] != "acme" || rows[0][2] != "6" || rows[0][4] != "4" ||
+	// acme's 6 jobs sit in 1 to 4 of its zone's lanes (as their IDs hash).
+	if len(rows) != 3 || rows[0][1] != "acme" || rows[0][2] != "6" || rows[0][4] < "1" || rows[0][4] > "4" ||
 		rows[1][1] != "solo" || rows[1][2] != "1" || rows[2][1] != "later" || rows[2][3] != "1" {
 		t.Fatalf("tenant rows %v in\n%s", rows, r.body)
 	}

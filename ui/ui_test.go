@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/ui"
 )
@@ -53,7 +52,7 @@ func TestOverviewCountsMatchLibrary(t *testing.T) {
 	f.seed()
 	body := f.get("/").body
 	for _, typ := range []string{"email", "webhook"} {
-		d, err := zoneread.Read(f.ctx, f.q, zoneread.DepthOptions{TaskType: typ})
+		d, err := f.q.Depth(f.ctx, quick.DepthOptions{TaskType: typ})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +76,7 @@ func TestOverviewCountsMatchLibrary(t *testing.T) {
 func TestJobFilters(t *testing.T) {
 	f := newFixture(t, ui.Config{})
 	f.seed()
-	page, err := zoneread.List(f.ctx, f.q, zoneread.ListOptions{TaskType: "email", State: quick.StateLeased})
+	page, err := f.q.List(f.ctx, quick.ListOptions{TaskType: "email", State: quick.StateLeased})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // staleAfter is how old a heartbeat (by the wall clock the worker wrote)
@@ -38,9 +38,9 @@ type workersData struct {
 
 // listWorkers is the one place the console reads who works
 // (worker.ListWorkers: one range read of at most maxWorkersShown presence
-// records, once it lands).
-func (h *Handler) listWorkers(ctx context.Context) ([]zoneread.Presence, error) {
-	return zoneread.ListWorkers(ctx, h.q, maxWorkersShown)
+// records).
+func (h *Handler) listWorkers(ctx context.Context) ([]worker.Presence, error) {
+	return worker.ListWorkers(ctx, h.q, maxWorkersShown)
 }
 
 // workersPage: one row per worker, from its presence record: the task

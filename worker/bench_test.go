@@ -55,7 +55,6 @@ func BenchmarkDrain(b *testing.B) {
 				db := kv.WithCounters(raw)
 				opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 				if l.zones {
-					opts.Layout = quick.LayoutZones
 					opts.ZoneLanes = l.zoneLanes
 					if l.short {
 						opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
@@ -148,7 +147,7 @@ func BenchmarkZonesEnqueueToStartIdle(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			raw, space := benchDB(b)
-			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
+			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if short {
 				opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
 			}
@@ -197,7 +196,7 @@ func startIdleZonesWorker(b *testing.B, ctx context.Context, q *quick.Queue) <-c
 		cancel()
 	})
 	deadline := time.Now().Add(30 * time.Second)
-	for w.byType["bench"].zoneRefuse() != "" {
+	for w.byType["bench"].refuse() != "" {
 		if time.Now().After(deadline) {
 			b.Fatal("the worker did not start claiming")
 		}

@@ -16,30 +16,37 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The clock check of the zones layout.
+// The clock check.
 //
 // Leases are deadlines on the claimers' clocks: a worker whose clock runs a
 // third of a lease ahead sees live leases as lapsed and takes their jobs (a
-// pointer lease, in short-job mode, is the lease of every job it covers).
-// In the lanes layout the registry heartbeat compares every worker with
-// every other (lanes/skew.go), at a cost that grows with the fleet. The
-// zones layout keeps the comparison and bounds its cost: every worker
-// publishes its clock reading and read version in one of clockSlots sample
-// slots (by a hash of its ID) and reads the slots back, so a round is one
-// GRV, one range read of at most clockSlots keys and one blind Set, every
-// clockPeriods heartbeat periods, whatever the number of workers. Through
-// read versions (which advance a million a second on a cluster) a sample
-// tells what its writer's clock reads now (lanes/skew.go, peerOffset). The
-// reference is the median of the largest group of clocks within the limit
-// of each other when that group is a strict majority, else the clock of
-// the most senior sample (the first to publish); a worker off it by more
-// than an eighth of its shortest lease (handler lease or pointer lease),
-// error included, stands by: its zones claims are refused until it agrees
-// again (with a quarter of the limit to spare). Until its first round a
-// worker does not claim zones.
+// lane lease, in short-job mode, is the lease of every job it covers). So
+// workers compare clocks, at a bounded cost: every worker publishes its
+// clock reading and read version in one of clockSlots sample slots (by a
+// hash of its ID) and reads the slots back, so a round is one GRV, one
+// range read of at most clockSlots keys and two blind Sets (its sample and
+// its presence record, presence.go), every clockPeriods heartbeat periods,
+// whatever the number of workers. Through read versions (which advance a
+// million a second on a cluster) a sample tells what its writer's clock
+// reads now (judgeClock). The reference is the middle of the spread of the
+// largest group of clocks within twice the limit of each other when that
+// group is a strict majority, else the clock of the most senior sample (the
+// first to publish); a worker off it by more than the limit, an eighth of
+// its shortest lease (handler lease or lane lease), error included, stands
+// by: its claims are refused until it agrees again (with a quarter of the
+// limit to spare). Until its first round a worker does not claim.
+//
+// The middle of the spread, not the median (issue 22, a rolling start): a
+// fleet whose clocks all fit in twice the limit has every clock within the
+// limit of that middle, whatever order its workers joined in, so none
+// stands by. With the median of the clocks seen so far, a worker at +2 s
+// joining after workers at -2, -1.5 and -0.9 s read 3.5 s and, stood by
+// once (against the first one alone), needed three quarters of the limit
+// to come back: it stayed out until the rest of the fleet joined. Active
+// workers are still at most twice the limit (a quarter of a lease) apart.
 //
 // Keys: S (1, "zc", slot) for slot < clockSlots: a snapshot range read of
-// all and a blind Set of its own.
+// all and a blind Set of its own; and S (1, "wp", workerID) (presence.go).
 
 // clockSlots bounds the samples a round reads.
 const clockSlots = 64
@@ -47,7 +54,7 @@ const clockSlots = 64
 // clockPeriods is the round period in heartbeat periods.
 const clockPeriods = 5
 
-// Bounds of one comparison through read versions (lanes/skew.go).
+// Bounds of one comparison through read versions.
 const (
 	clockGRVAllowance = 5 * time.Millisecond
 	clockTruncation   = time.Millisecond
@@ -219,6 +226,8 @@ func (c *zclock) round(ctx context.Context) error {
 		}
 		standby := prevStandby || !known
 		tr.Set(c.space.Pack(tuple.Tuple{slot}), clockSample{WallMs: now.UnixMilli(), Version: rv, Since: since, Standby: standby, ID: id}.encode())
+		// The presence record rides along: no transaction of its own.
+		w.presence.write(tr, now)
 		return nil
 	})
 	if err != nil {
@@ -261,15 +270,12 @@ func (c *zclock) round(ctx context.Context) error {
 	return nil
 }
 
-// zonesClockLimit is how far a zones worker's clock may be off the
-// reference: an eighth of its shortest lease (0 when no runner is zones).
-func zonesClockLimit(q *quick.Queue, runners []*runner) time.Duration {
+// clockLimit is how far a worker's clock may be off the reference: an
+// eighth of its shortest lease (job or lane lease).
+func clockLimit(q *quick.Queue, runners []*runner) time.Duration {
 	var limit time.Duration
 	for _, r := range runners {
-		if !r.zones {
-			continue
-		}
-		d := min(r.opts.Lease, q.Options().PointerLease) / 8
+		d := min(r.opts.Lease, q.Options().LaneLeaseTime) / 8
 		if limit == 0 || d < limit {
 			limit = d
 		}
@@ -304,8 +310,12 @@ func judgeClock(cands []clockCand, limit time.Duration, prev bool) (standby bool
 		return strings.Compare(a.id, b.id)
 	})
 	bestLo, bestN, hi := 0, 0, 0
+	window := 2 * limit
+	if mutant.On("worker.clock-median") {
+		window = limit
+	}
 	for lo := range sorted {
-		for hi < len(sorted) && sorted[hi].off-sorted[lo].off <= limit {
+		for hi < len(sorted) && sorted[hi].off-sorted[lo].off <= window {
 			hi++
 		}
 		if n := hi - lo; n > bestN {
@@ -316,6 +326,10 @@ func judgeClock(cands []clockCand, limit time.Duration, prev bool) (standby bool
 	if 2*bestN > len(sorted) {
 		group := sorted[bestLo : bestLo+bestN]
 		ref = group[len(group)/2]
+		if !mutant.On("worker.clock-median") {
+			// The middle of the group's spread (see the top of the file).
+			ref.off = group[0].off + (group[len(group)-1].off-group[0].off)/2
+		}
 		for _, c := range group {
 			ref.bound = max(ref.bound, c.bound)
 		}
@@ -364,9 +378,7 @@ func seniorClock(a, b clockCand) bool {
 	return a.since < b.since
 }
 
-// clockRefusal says whether r's zones claims must wait on the clock check.
-// While schema-1 jobs are left the lanes registry's own judgement counts
-// too (the runner heartbeats then anyway).
+// clockRefusal says whether r's claims must wait on the clock check.
 func (w *Worker) clockRefusal(r *runner) string {
 	if w.zclock != nil {
 		known, standby := w.zclock.state()
@@ -376,9 +388,6 @@ func (w *Worker) clockRefusal(r *runner) string {
 		if standby {
 			return refuseSkew
 		}
-	}
-	if on, _ := r.legacy.get(); on && r.tracker.Standby() && !mutant.On("worker.skew-standby") {
-		return refuseSkew
 	}
 	return ""
 }

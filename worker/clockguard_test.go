@@ -42,14 +42,14 @@ func TestZonesClockSkewStandsBy(t *testing.T) {
 	if off, _, _ := c.zclock.Offset(); off < 19*time.Second || off > 21*time.Second {
 		t.Fatalf("skewed worker's offset %v, want about 20s", off)
 	}
-	if got := c.byType["skew"].zoneRefuse(); got != refuseSkew {
+	if got := c.byType["skew"].refuse(); got != refuseSkew {
 		t.Fatalf("refusal %q, want the clock skew", got)
 	}
 	for _, w := range []*Worker{a, b} {
 		if _, standby := w.zclock.state(); standby {
 			t.Fatalf("worker %s on the reference clock stands by", w.ID())
 		}
-		if got := w.byType["skew"].zoneRefuse(); got != "" {
+		if got := w.byType["skew"].refuse(); got != "" {
 			t.Fatalf("worker %s refuses: %q", w.ID(), got)
 		}
 	}
@@ -73,7 +73,11 @@ func TestJudgeClock(t *testing.T) {
 			{id: "q", off: 5*time.Second + 50*time.Millisecond, bound: 10 * time.Millisecond, since: 9},
 		}, false, true},
 		{"too imprecise keeps the standing", []clockCand{{id: "p", off: 900 * time.Millisecond, bound: 800 * time.Millisecond, since: 1}}, true, true},
-		{"comes back with margin only", []clockCand{{id: "p", off: 900 * time.Millisecond, bound: 10 * time.Millisecond, since: 1}}, true, true},
+		// The reference is the middle of the spread: p 1.6 s ahead puts it
+		// 0.8 s away, within the limit but not with a quarter to spare.
+		{"comes back with margin only", []clockCand{{id: "p", off: 1600 * time.Millisecond, bound: 10 * time.Millisecond, since: 1}}, true, true},
+		{"joins within the limit of the middle", []clockCand{{id: "p", off: 1600 * time.Millisecond, bound: 10 * time.Millisecond, since: 1}}, false, false},
+		{"junior, a fleet spread over twice the limit", []clockCand{{id: "p", off: -1900 * time.Millisecond, bound: 10 * time.Millisecond, since: 1}}, false, false},
 		{"comes back", []clockCand{{id: "p", off: 500 * time.Millisecond, bound: 10 * time.Millisecond, since: 1}}, true, false},
 	}
 	for _, c := range cases {

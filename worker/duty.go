@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -85,7 +86,9 @@ func (w *Worker) AddDuty(d Duty) error {
 }
 
 // builtinDuties are the queue's own cleanup: the enqueue markers past the
-// idempotency window (one range clear), and per registered task type the
+// idempotency window (one range clear), the presence records of workers
+// gone without a graceful stop (purgePresence), and per registered task
+// type the
 // dead letters beyond Options.DeadRetention (quick.PurgeDead: 500 keys a
 // transaction, at most purgeDeadLimit a pass).
 func (w *Worker) builtinDuties() []Duty {
@@ -100,6 +103,13 @@ func (w *Worker) builtinDuties() []Duty {
 			return DutyReport{Count: -1, Detail: "markers of IDs before " + cut + " cleared"}, nil
 		},
 	}}
+	out = append(out, Duty{
+		Name: "purge-presence", Every: defaultDutyEvery,
+		Run: func(ctx context.Context) (DutyReport, error) {
+			n, err := purgePresence(ctx, q)
+			return DutyReport{Count: int64(n), Detail: "stale worker presence records cleared"}, err
+		},
+	})
 	for _, r := range w.runners {
 		taskType := r.taskType
 		out = append(out, Duty{
@@ -226,7 +236,11 @@ func (w *Worker) takeDuty(ctx context.Context, d Duty) (took bool, next time.Tim
 	err = w.q.DB().Transact(ctx, func(tr kv.Transaction) error {
 		took, next = false, time.Time{}
 		now := w.clk.Now()
-		v, err := tr.Get(key).Get()
+		var rd kv.ReadTransaction = tr
+		if mutant.On("worker.duty-snapshot") {
+			rd = tr.Snapshot()
+		}
+		v, err := rd.Get(key).Get()
 		if err != nil {
 			return err
 		}

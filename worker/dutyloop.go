@@ -67,25 +67,12 @@ func (w *Worker) dutyLoop() {
 	}
 }
 
-// mayRunDuties reports whether the worker's clock lets it run duties: every
-// runner has joined (zones: the clock check has run) and none stands by. (A stale heartbeat does not stop a
-// duty: duties are safe to run twice, and its record keeps others off.)
+// mayRunDuties reports whether the worker's clock lets it run duties: the
+// clock check has run and does not stand the worker by. (Duties are safe to
+// run twice, and a duty's record keeps the others off.)
 func (w *Worker) mayRunDuties() bool {
-	for _, r := range w.snapshotRunners() {
-		if r.zones {
-			// The zones layout's clock check (clockguard.go) stands in for
-			// the registry, which a zones runner joins only while
-			// schema-1 jobs are left.
-			if known, standby := w.zclock.state(); !known || standby {
-				return false
-			}
-			continue
-		}
-		if r.tracker.LastBeat().IsZero() || r.tracker.Standby() {
-			return false
-		}
-	}
-	return true
+	known, standby := w.zclock.state()
+	return known && !standby
 }
 
 // runDuty takes d if it is due and free, runs it, and records the pass. It

@@ -41,7 +41,7 @@ func TestCompleteWithSurvivesATimeoutInCommit(t *testing.T) {
 		})
 		res := e.enqueue(quick.NewJob{TaskType: "tx", MaxAttempts: 1})
 		e.start(w)
-		if err := <-done; err != nil {
+		if err := recv(e, "the handler's CompleteWith", done); err != nil {
 			t.Fatalf("%d in commit: CompleteWith: %v", code, err)
 		}
 		if fw.Failed.Load() != 1 {
@@ -59,7 +59,7 @@ func TestCompleteWithSurvivesATimeoutInCommit(t *testing.T) {
 
 // A CompleteWith whose commit a timeout struck without applying, and whose
 // lease lapsed and was claimed again before the retry, did not complete the
-// job. For a zones job that is not Trackable the queue cannot look the job
+// job. For a job of an Untracked type the queue cannot look the job
 // up to tell, so CompleteWith must not claim success: it returns the lost
 // lease with the unknown outcome (kv.IsMaybeCommitted). It used to return
 // nil, with fn's writes not committed and the job running elsewhere.
@@ -67,7 +67,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 	raw, space := fdbtest.OpenMem(t, memkv.Options{})
 	effect := space.Sub("effect").Pack(nil)
 	fw := &kvfake.FailWrite{Database: raw, Target: effect, Err: kv.Error{Code: 1031, DuringCommit: true}}
-	e := newEnvOn(t, fw, space, quick.Options{Layout: quick.LayoutZones})
+	e := newEnvOn(t, fw, space, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"tx": {Untracked: true}}})
 	first := make(chan error, 1) // the first attempt's CompleteWith
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "tx", func(ctx context.Context, j *RawJob) error {
@@ -86,7 +86,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 					e.clk.Advance(2 * time.Minute)
 					bound := time.Now().Add(30 * time.Second) // a failure bound, not a measurement
 					for w.Stats().Claimed < 2 && time.Now().Before(bound) {
-						res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "tx", Holder: "other", Max: 1}})
+						res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "tx", Holder: "other", Max: 1})
 						if err != nil {
 							t.Errorf("the other claim: %v", err)
 							break
@@ -109,7 +109,7 @@ func TestCompleteWithUnknownOutcomeOfAnUntrackableJob(t *testing.T) {
 	})
 	e.enqueue(quick.NewJob{TaskType: "tx"})
 	e.start(w)
-	err := <-first
+	err := recv(e, "the first run's CompleteWith", first)
 	if err == nil {
 		t.Fatal("CompleteWith reported success; its writes did not commit and the job runs elsewhere")
 	}

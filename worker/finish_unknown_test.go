@@ -77,7 +77,7 @@ func TestCompleteWithAppliedThenUnknownOnATrackableJob(t *testing.T) {
 	effect := space.Sub("effect").Pack(nil)
 	db := &applyThenUnknown{Database: raw, Target: effect}
 	opts := zonesOptions()
-	opts.TaskTypes = map[string]quick.TaskTypeOptions{"tx": {Trackable: true}}
+	opts.TaskTypes = map[string]quick.TaskTypeOptions{"tx": {}}
 	e := newEnvOn(t, db, space, opts)
 	done := make(chan error, 1)
 	w := e.newWorker(Config{}, func(w *Worker) {

@@ -12,7 +12,7 @@ import (
 // HandlerOptions tune the running of one task type.
 type HandlerOptions struct {
 	// Concurrency is how many of its jobs run at once. Default
-	// Config.DefaultConcurrency (10). In the zones layout the worker also
+	// Config.DefaultConcurrency (10). The worker also
 	// holds up to as many more claimed jobs waiting for a slot (prefetch),
 	// so that claims overlap the handlers; a stop hands those back at once.
 	Concurrency int
@@ -164,8 +164,8 @@ func (j *Job[T]) Checkpoint(ctx context.Context, state []byte) error {
 // quick.ErrLeaseLost, and fn's writes did not commit, unless
 // kv.IsMaybeCommitted(err) also holds: an earlier attempt's commit had an
 // unknown result and the queue could not tell whether it applied (a zones
-// job whose task type is not Trackable cannot be looked up), so fn's writes
-// may have committed; make them idempotent, or the task type Trackable.
+// job whose task type is Untracked cannot be looked up), so fn's writes
+// may have committed; make them idempotent, or leave the task type tracked.
 func (j *Job[T]) CompleteWith(ctx context.Context, fn func(tr kv.Transaction) error) error {
 	return j.st.finishWith(ctx, quick.AckComplete, "", fn)
 }

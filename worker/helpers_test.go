@@ -11,6 +11,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/fdbtest"
+	"github.com/quickfdb/quickfdb/internal/testhook"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -176,6 +177,11 @@ func (e *env) enqueue(jobs ...quick.NewJob) []quick.Enqueued {
 func (e *env) get(id quick.ID) quick.JobInfo {
 	e.t.Helper()
 	info, err := e.q.Get(e.ctx, id)
+	if quick.IsNotFound(err) {
+		// A completed job leaves no key behind (only a waitable one
+		// leaves its outcome).
+		return quick.JobInfo{ID: id, State: quick.StateFinished}
+	}
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -238,13 +244,26 @@ func (emailArgs) Kind() string { return "email" }
 
 func lanesLeased(t testing.TB, q *quick.Queue, taskType string) int {
 	t.Helper()
-	ls, err := q.LaneCounts(context.Background(), quick.LaneCountsOptions{TaskType: taskType, PerRange: 0})
+	d, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: taskType})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, l := range ls {
-		n += l.Leased
+	return d.Leased
+}
+
+// jobsOf lists the task type's queued jobs, in every zone (quick's listing
+// for quicktest, through the pointer index).
+func jobsOf(t testing.TB, q *quick.Queue, taskType string) []quick.JobInfo {
+	t.Helper()
+	list := testhook.JobsTx.(func(kv.ReadTransaction, *quick.Queue, string, int) ([]quick.JobInfo, bool, error))
+	var js []quick.JobInfo
+	err := q.DB().ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		var err error
+		js, _, err = list(tr, q, taskType, 10_000)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	return js
 }

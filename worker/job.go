@@ -206,13 +206,13 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 // an attempt) and dead-lettered it, or a claim may have dead-lettered it as
 // exhausted (another reason), and that is not this call's outcome. A
 // completed job leaves nothing to tell whose completion it was. A zones job
-// whose task type is not Trackable cannot be looked up at all
+// whose task type is Untracked cannot be looked up at all
 // (quick.ErrNotTrackable, which wraps ErrNotFound): that tells nothing, so
 // the call keeps its error, the outcome unknown.
 func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason string) bool {
 	info, err := st.r.w.q.Get(ctx, st.first.ID)
 	if errors.Is(err, quick.ErrNotTrackable) && !st.trackable() {
-		// A Trackable job has a lookup entry while it lives: not found,
+		// A tracked job has a lookup entry while it lives: not found,
 		// it is finished (issue 22: a completion applied then answered
 		// 1021 was reported as a lost lease).
 		return false
@@ -225,13 +225,13 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 		strings.HasPrefix(reason, info.LastError) && (info.LastError != "" || reason == "")
 }
 
-// trackable tells whether the job's task type keeps the zones lookup
+// trackable tells whether the job's task type keeps the lookup
 // index, so that Get finds it for as long as it lives.
 func (st *jobState) trackable() bool {
 	if mutant.On("worker.reached-trackable") {
 		return false
 	}
-	return st.r.w.q.Options().TaskTypes[st.first.TaskType].Trackable
+	return !st.r.w.q.Options().TaskTypes[st.first.TaskType].Untracked
 }
 
 // abandon hands a still-running job back at shutdown: its context is

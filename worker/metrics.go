@@ -61,11 +61,6 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
 		return nil, err
 	}
-	lanesGauge, err := meter.Int64ObservableGauge("quickfdb.worker.lanes",
-		metric.WithDescription("Lanes this worker watches, per task type."), metric.WithUnit("{lane}"))
-	if err != nil {
-		return nil, err
-	}
 	running, err := meter.Int64ObservableGauge("quickfdb.worker.jobs.running",
 		metric.WithDescription("Handlers running now, per task type."), metric.WithUnit("{job}"))
 	if err != nil {
@@ -74,11 +69,10 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range w.snapshotRunners() {
 			set := metric.WithAttributes(attribute.String("task_type", r.taskType))
-			o.ObserveInt64(lanesGauge, int64(len(r.watchedLanes())), set)
 			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
 		}
 		return nil
-	}, lanesGauge, running)
+	}, running)
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +124,14 @@ func (m *metrics) refused(r *runner, reason string) {
 
 func reasonLabel(reason string) string {
 	switch reason {
-	case refuseNotJoined:
-		return "not_joined"
-	case refuseStale:
-		return "stale_heartbeat"
 	case refuseSkew:
 		return "clock_skew"
+	case refuseClockUnknown:
+		return "clock_unknown"
+	case refusePaused:
+		return "paused"
+	case refusePauseUnknown:
+		return "pause_unknown"
 	}
 	return "other"
 }

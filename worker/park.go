@@ -43,21 +43,16 @@ func (w *Worker) quiet() bool {
 	// A loop's park reads "running" until its first round is done, so an
 	// asleep loop has looked at least once (or failed to, and waits to
 	// retry).
-	if c := w.zclock; c != nil && !c.loopState.asleep(now) {
+	if !w.zclock.loopState.asleep(now) {
 		return false
 	}
 	for _, r := range w.snapshotRunners() {
-		if !r.claimLoopState.asleep(now) || !r.hbLoopState.asleep(now) {
+		if !r.shorts.loopState.asleep(now) || r.shorts.pending() {
 			return false
 		}
-		if r.zones {
-			if !r.legacyState.asleep(now) || !r.shorts.loopState.asleep(now) || r.shorts.pending() {
+		for i := range r.zparks {
+			if !r.zparks[i].asleep(now) {
 				return false
-			}
-			for i := range r.zparks {
-				if !r.zparks[i].asleep(now) {
-					return false
-				}
 			}
 		}
 	}

@@ -21,7 +21,7 @@ func TestReachedCountsOnlyThisRunsDeadLetter(t *testing.T) {
 	r := w.byType["reach"]
 	claim := func(holder string) quick.Lease {
 		t.Helper()
-		res, err := e.q.Claim(e.ctx, quick.ClaimOptions{TaskType: "reach", Holder: holder, Lease: 10 * time.Second})
+		res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "reach", Holder: holder, Lease: 10 * time.Second})
 		if err != nil || len(res.Jobs) != 1 {
 			t.Fatalf("claim: %+v, %v", res, err)
 		}

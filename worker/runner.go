@@ -14,22 +14,17 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/internal/leasetoken"
 	"github.com/quickfdb/quickfdb/internal/mutant"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// runner runs one task type: its claim loop (claimer.go), heartbeat
-// (heartbeat.go), waker (waker.go), and the goroutines of its handlers.
+// runner runs one task type: its claim loops (claim.go), its short lanes
+// (short.go), waker (waker.go), and the goroutines of its handlers.
 type runner struct {
 	w        *Worker
 	taskType string
-	// rechecked is set while the claim loop makes its one extra claim after
-	// registering a sleep (claimer.go, idleSleep).
-	rechecked bool
-	opts      HandlerOptions
-	exec      execFunc
-	tracker   *lanes.Tracker
-	waker     *waker
+	opts     HandlerOptions
+	exec     execFunc
+	waker    *waker
 
 	mu sync.Mutex
 	// running holds every run of this task type's handler in progress, by
@@ -40,26 +35,18 @@ type runner struct {
 	// cancelled, counted and cleaned up on its own.
 	running map[runKey]*jobState
 
-	slotFreed   chan struct{} // a handler returned
-	beat        chan struct{} // a heartbeat round succeeded
-	hbStop      chan struct{} // closed to make the heartbeat loop leave
-	hbStopOnce  sync.Once
-	leaveErr    chan error    // the heartbeat loop's Leave outcome
-	claimerDone chan struct{} // closed when the claim loop has exited
+	slotFreed chan struct{} // a handler returned
+	// beat is signalled when the clock check or the pause read changed:
+	// refusing claim loops look again.
+	beat chan struct{}
 
-	claimLoopState park
-	hbLoopState    park
-
-	refusal string // the reason claims are refused now, for logging changes
-
-	// The zones layout (zones.go, short.go, s1_legacy.go).
-	zones    bool
+	// The claim loops (claim.go, short.go).
 	reserved int           // under mu: slots reserved by claims in flight
 	slotCh   chan struct{} // under mu: closed when a slot frees
 	moreCh   chan struct{} // under mu: closed when a claim suggests more work
-	zparks   []park        // one per zones claim goroutine
+	zparks   []park        // one per claim goroutine
 	zloops   sync.WaitGroup
-	zrefusal string // the zones claims' refusal now, for logging changes
+	refusal  string // the claims' refusal now, for logging changes
 	shorts   *shortLanes
 	// active counts the handler goroutines (at most Concurrency); waiting
 	// are the claimed runs (in running) that wait for one (capacity).
@@ -67,9 +54,6 @@ type runner struct {
 	waiting []*jobState
 	// shortStarts counts the runs started under a short lane.
 	shortStarts atomic.Int64
-	legacy      legacy
-	// legacyState is the schema-1 check loop's sleep (s1_legacy.go).
-	legacyState park
 
 	attrOnce sync.Once
 	attrSet  metric.MeasurementOption
@@ -78,25 +62,13 @@ type runner struct {
 func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *runner {
 	r := &runner{
 		w: w, taskType: taskType, opts: opts, exec: exec,
-		tracker:     lanes.NewTracker(w.reg, taskType, w.cfg.ID, w.q.Lanes()),
-		running:     map[runKey]*jobState{},
-		slotFreed:   make(chan struct{}, 1),
-		beat:        make(chan struct{}, 1),
-		hbStop:      make(chan struct{}),
-		leaveErr:    make(chan error, 1),
-		claimerDone: make(chan struct{}),
+		running:   map[runKey]*jobState{},
+		slotFreed: make(chan struct{}, 1),
+		beat:      make(chan struct{}, 1),
 	}
-	// A run's clock may be off the task type's reference by an eighth of
-	// its lease, error included: two workers that take lanes are then at
-	// most a quarter of a lease apart, and a renewal, due with a third of
-	// the lease left, lands before the other sees the lease lapse.
-	r.tracker.SetMaxOffset(opts.Lease / 8)
 	r.waker = newWaker(r)
-	r.zones = w.q.Options().Layout == quick.LayoutZones
-	if r.zones {
-		r.zparks = make([]park, zoneClaimersFor(opts.Concurrency))
-		r.shorts = newShortLanes(r)
-	}
+	r.zparks = make([]park, claimersFor(opts.Concurrency))
+	r.shorts = newShortLanes(r)
 	return r
 }
 
@@ -139,7 +111,7 @@ func (r *runner) free() int {
 }
 
 // capacity is how many claimed runs the runner holds at most: Concurrency
-// handlers, and in the zones layout as many more claimed jobs waiting for a
+// handlers, and as many more claimed jobs waiting for a
 // handler slot (prefetch). A claim then runs while every slot is busy, so
 // the handlers never wait on a claim's round trips: under FDB latencies a
 // claim takes about 8 ms, and without prefetch a worker of 100 slots drains
@@ -147,12 +119,7 @@ func (r *runner) free() int {
 // taking the slots the one before it left free. The jobs waiting hold
 // leases the keeper renews (or their lane's, in short-job mode), and a stop
 // releases them at once.
-func (r *runner) capacity() int {
-	if r.zones {
-		return 2 * r.opts.Concurrency
-	}
-	return r.opts.Concurrency
-}
+func (r *runner) capacity() int { return 2 * r.opts.Concurrency }
 
 // start runs a claimed job's handler in its own goroutine.
 func (r *runner) start(l quick.Lease) { r.startWith(l, nil) }

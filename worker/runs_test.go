@@ -91,13 +91,16 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 	st1.mu.Lock()
 	// Past the lease and an idle claim loop's longest sleep (MaxIdleSleep).
 	e.step(lease+7*time.Second, time.Second, w)
+	// The claim is settled; its handler goroutine may not have logged yet.
 	var second uint64
-	select {
-	case second = <-log.ch:
-	default:
-		st1.mu.Unlock()
-		t.Fatal("the lapsed job was not claimed again")
-	}
+	e.waitFor("the lapsed job claimed again", func() bool {
+		select {
+		case second = <-log.ch:
+			return true
+		default:
+			return false
+		}
+	})
 	if second == first {
 		st1.mu.Unlock()
 		t.Fatalf("second run has the first run's token %d", first)
@@ -137,6 +140,8 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 	if err := e.stop(w, h); err != nil {
 		t.Fatal(err)
 	}
+	// The shutdown released the run; its handler returns on its own time.
+	e.waitFor("the second run to end", func() bool { _, ok := log.cause(second); return ok })
 	if c, _ := log.cause(second); !errors.Is(c, ErrShutdown) {
 		t.Fatalf("second run ended with %v, want shutdown", c)
 	}

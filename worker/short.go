@@ -13,13 +13,13 @@ import (
 // under its lane lease without moving their keys: the lane lease is their
 // lease. The worker keeps such a lane (a shortLane) while its jobs run:
 //
-//   - it renews the lane (quick.Queue.ExtendPointer) when a third of the
+//   - it renews the lane (quick.Consumer.ExtendLane) when a third of the
 //     pointer lease is left, as the keeper renews per-job leases;
 //   - acks of its jobs go through the acker in batches, checked against the
 //     lane lease (the acks clear the keys);
 //   - once the lane is retired (nothing more vested, or keepRounds claims
 //     on it) and every job handed out under it is acked, it goes back to
-//     the index (ReleasePointer);
+//     the index (ReleaseLane);
 //   - when a renewal falls due and the lane is retired, or one of its jobs
 //     has run for half a pointer lease, or the lane has been held for
 //     maxShortHold, the jobs still running move to leases of their own in
@@ -31,7 +31,7 @@ import (
 // in the lane, vested: handed back, the lane would run it again); the
 // shortKeeper extends the lane and tries again once the acks are in.
 //
-// Keys: those of ExtendPointer, HandBack and ReleasePointer (quick/short.go,
+// Keys: those of ExtendLane, HandBack and ReleaseLane (quick/short.go,
 // quick/pointer.go); nothing of its own.
 
 // maxShortHold bounds how long a worker keeps one short lane, in pointer
@@ -44,7 +44,7 @@ type shortLane struct {
 	// continuing on it, renewal, hand-back): each returns the lease the next
 	// continues from.
 	mu      sync.Mutex
-	p       quick.PointerLease
+	p       quick.LaneLease
 	since   time.Time
 	retired bool // no more claims on it; hand it back once its jobs are done
 	gone    bool // handed back or lost
@@ -113,7 +113,7 @@ func (s *shortLanes) kick() {
 func (s *shortLanes) pending() bool { return s.kicks.Load() != s.seen.Load() }
 
 // add records a lane a claim just leased in short-job mode.
-func (s *shortLanes) add(p quick.PointerLease) *shortLane {
+func (s *shortLanes) add(p quick.LaneLease) *shortLane {
 	sl := &shortLane{p: p, since: s.r.w.clk.Now(), jobs: map[*jobState]struct{}{}}
 	s.mu.Lock()
 	s.lanes = append(s.lanes, sl)
@@ -211,7 +211,7 @@ func (s *shortLanes) run() {
 // it is gone).
 func (s *shortLanes) tend(sl *shortLane, now time.Time) time.Time {
 	w := s.r.w
-	pl := w.q.Options().PointerLease
+	pl := w.q.Options().LaneLeaseTime
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.gone {
@@ -263,10 +263,10 @@ func (s *shortLanes) extend(sl *shortLane, pl time.Duration) bool {
 	w := s.r.w
 	ctx, cancel := context.WithTimeout(w.bg, extendTimeout)
 	defer cancel()
-	p, err := w.q.ExtendPointer(ctx, sl.p, pl)
+	p, err := w.q.Consumer().ExtendLane(ctx, sl.p, pl)
 	w.stats.extensions.Add(1)
 	if err != nil {
-		if quick.IsPointerLost(err) {
+		if quick.IsLaneLost(err) {
 			s.lost(sl, err)
 			return false
 		}
@@ -315,9 +315,9 @@ func (s *shortLanes) handBack(sl *shortLane, jobs []*jobState) (ok, again bool) 
 		}
 	}
 	ctx, cancel := context.WithTimeout(w.bg, extendTimeout)
-	out, err := w.q.HandBack(ctx, sl.p, ls, r.opts.Lease)
+	out, err := w.q.Consumer().HandBack(ctx, sl.p, ls, r.opts.Lease)
 	cancel()
-	if err != nil && quick.IsLeaseLost(err) && !quick.IsPointerLost(err) && len(out) == len(ls) {
+	if err != nil && quick.IsLeaseLost(err) && !quick.IsLaneLost(err) && len(out) == len(ls) {
 		// The lane went back; some jobs' leases were gone (their keys
 		// moved or cleared meanwhile): those come back unchanged, and
 		// their next renewal finds them lost and cancels their handlers.
@@ -325,7 +325,7 @@ func (s *shortLanes) handBack(sl *shortLane, jobs []*jobState) (ok, again bool) 
 	}
 	if err != nil {
 		unlock()
-		if quick.IsPointerLost(err) {
+		if quick.IsLaneLost(err) {
 			s.lost(sl, err)
 			return true, false
 		}
@@ -362,7 +362,7 @@ func (s *shortLanes) release(sl *shortLane) {
 	}
 	ctx, cancel := context.WithTimeout(w.bg, extendTimeout)
 	defer cancel()
-	if err := w.q.ReleasePointer(ctx, sl.p); err != nil && !quick.IsPointerLost(err) && w.bg.Err() == nil {
+	if err := w.q.Consumer().ReleaseLane(ctx, sl.p); err != nil && !quick.IsLaneLost(err) && w.bg.Err() == nil {
 		w.log.Warn("worker: could not hand a short-job lane back; it returns when its lease lapses", "task_type", s.r.taskType, "err", err)
 	}
 	// The lane may have more vested jobs: the claim loops look again.

@@ -70,7 +70,7 @@ func benchIdleTrace(b *testing.B, exact bool) {
 // benchIdleTraceOn is the trace on raw, under space.
 func benchIdleTraceOn(b *testing.B, raw kv.Database, space tuple.Subspace) {
 	tdb := &traceDB{inner: raw, space: space}
-	opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Layout: quick.LayoutZones}
+	opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx := context.Background()
 	q, err := quick.Open(ctx, tdb, space, opts)
 	if err != nil {

@@ -24,19 +24,11 @@ import (
 // with no clock advance, wherever in its registration it was woken and
 // however long its job ran.
 func TestWokenWorkerClaimsFirst(t *testing.T) {
-	for _, zones := range []bool{false, true} {
-		name := "lanes"
-		if zones {
-			name = "zones"
-		}
-		t.Run(name, func(t *testing.T) {
+	{
+		t.Run("claim-loop", func(t *testing.T) {
 			raw, space := fdbtest.OpenMem(t, memkv.Options{})
 			tdb := &traceDB{inner: raw, space: space}
-			opts := quick.Options{}
-			if zones {
-				opts = zonesOptions()
-			}
-			e := newEnvOn(t, tdb, space, opts)
+			e := newEnvOn(t, tdb, space, zonesOptions())
 			var done atomic.Int64
 			var hold atomic.Bool
 			held, release := make(chan struct{}), make(chan struct{})
@@ -54,8 +46,6 @@ func TestWokenWorkerClaimsFirst(t *testing.T) {
 			})
 			e.start(w)
 			e.settle(w)
-			// Steps shorter than the registry timeout (lanes layout), so the
-			// worker never finds its own heartbeat stale.
 			e.step(time.Minute, time.Second, w) // into long sleeps
 			r := w.byType["wake"]
 			for round := range 10 {
@@ -86,10 +76,7 @@ func TestWokenWorkerClaimsFirst(t *testing.T) {
 					e.step(max(left, 0)+2*time.Second, time.Second, w)
 					release <- struct{}{}
 				}
-				park := &r.claimLoopState
-				if zones {
-					park = &r.zparks[0]
-				}
+				park := &r.zparks[0]
 				// The handler counts before it returns and frees its slot:
 				// settled means asleep on a timer again, not waiting for a
 				// slot.

@@ -16,15 +16,14 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
 // Config configures a Worker. Only Queue is required.
 type Config struct {
 	Queue *quick.Queue
-	// ID names the worker in leases and in the lanes registry; unique per
-	// process. Default host-pid-random.
+	// ID names the worker in leases and in its presence record
+	// (ListWorkers); unique per process. Default host-pid-random.
 	ID string
 	// Clock is the worker's time. Default the queue's clock
 	// (quick.Queue.Options().Clock), so leases and sleeps agree.
@@ -32,11 +31,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider receives the worker's metrics. Default noop.
 	MeterProvider metric.MeterProvider
-	// HeartbeatPeriod is the lanes registry's heartbeat period; a worker is
-	// counted dead after 5 periods without a beat. Default 1s.
+	// HeartbeatPeriod is how often the worker writes its presence record
+	// (ListWorkers; counted gone after 3 periods without one) and how the
+	// clock check paces its samples (clockguard.go). Default 1s.
 	HeartbeatPeriod time.Duration
-	// Replicas is how many live workers watch each lane. Default 1.
-	Replicas int
 	// ShutdownTimeout is how long running jobs get to finish on Stop before
 	// their contexts are cancelled and their jobs released. Default 10s.
 	ShutdownTimeout time.Duration
@@ -79,9 +77,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HeartbeatPeriod <= 0 {
 		c.HeartbeatPeriod = time.Second
 	}
-	if c.Replicas <= 0 {
-		c.Replicas = 1
-	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 10 * time.Second
 	}
@@ -112,7 +107,6 @@ type Worker struct {
 	q   *quick.Queue
 	clk clock.Clock
 	log *slog.Logger
-	reg *lanes.Registry
 	met *metrics
 
 	mu      sync.Mutex
@@ -145,10 +139,11 @@ type Worker struct {
 	keeper *keeper
 	stats  statCounters
 
-	zclock    *zclock // the zones layout's clock check (clockguard.go); nil otherwise
-	duties    []Duty  // guarded by mu until Run
-	dutyState park    // the duty loop's sleep, for tests (quiet)
-	pause     pauses  // paused task types (pause.go)
+	zclock    *zclock   // the clock check (clockguard.go)
+	presence  *presence // this worker's presence record (presence.go)
+	duties    []Duty    // guarded by mu until Run
+	dutyState park      // the duty loop's sleep, for tests (quiet)
+	pause     pauses    // paused task types (pause.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -171,22 +166,13 @@ func New(cfg Config) (*Worker, error) {
 		loopsStarted: make(chan struct{}),
 	}
 	w.bg, w.bgCancel = context.WithCancel(context.Background())
-	w.reg = lanes.NewRegistry(w.q.DB(), w.q.Root().Sub("w"), lanes.Options{
-		HeartbeatPeriod: cfg.HeartbeatPeriod,
-		Replicas:        cfg.Replicas,
-		// The tracker only reads Now: its beats are driven by this
-		// package's heartbeat loop on the worker clock.
-		Clock:  cfg.Clock,
-		Logger: w.log,
-	})
 	w.met, err = newMetrics(w, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w.acker = newAcker(w)
-	if w.q.Options().Layout == quick.LayoutZones {
-		w.zclock = newZclock(w)
-	}
+	w.zclock = newZclock(w)
+	w.presence = newPresence(w)
 	w.keeper = newKeeper(w)
 	for _, d := range cfg.Duties {
 		if err := w.AddDuty(d); err != nil {
@@ -214,29 +200,6 @@ func (w *Worker) TaskTypes() []string {
 		out[i] = r.taskType
 	}
 	return out
-}
-
-// Lanes returns the schema-1 lanes the worker watches for a task type now
-// (nil for an unregistered type). In the zones layout that is none once no
-// schema-1 job is left: zones are found through the pointer index.
-func (w *Worker) Lanes(taskType string) []int {
-	w.mu.Lock()
-	r := w.byType[taskType]
-	w.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	return r.watchedLanes()
-}
-
-// watchedLanes is the runner's share of the schema-1 lanes.
-func (r *runner) watchedLanes() []int {
-	if r.zones {
-		if on, _ := r.legacy.get(); !on {
-			return nil
-		}
-	}
-	return r.tracker.Lanes()
 }
 
 func (w *Worker) register(taskType string, opts HandlerOptions, exec execFunc) error {
@@ -287,7 +250,7 @@ func (w *Worker) stopping() bool {
 // Run runs the worker until ctx is done or Stop is called, then shuts down
 // gracefully. It returns nil after a clean shutdown, ErrKilled after a
 // simulated crash (tests and demos only), and otherwise what went wrong while
-// shutting down (a release or a deregistration that failed).
+// shutting down (a release or a presence clear that failed).
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -309,20 +272,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.loop(w.acker.run)
 	w.loop(w.keeper.run)
 	w.loop(w.pauseLoop)
-	if w.zclock != nil {
-		w.zclock.setLimit(zonesClockLimit(w.q, runners))
-		w.loop(w.zclock.run)
-	}
+	w.presence.started = w.clk.Now()
+	w.zclock.setLimit(clockLimit(w.q, runners))
+	w.loop(w.zclock.run)
 	for _, r := range runners {
-		w.loop(r.heartbeatLoop)
-		w.loop(r.claimLoop)
-		if r.zones {
-			w.loop(r.legacyLoop)
-			w.loop(r.shorts.run)
-			for i := range r.zparks {
-				r.zloops.Add(1)
-				w.loop(func() { r.zoneClaimLoop(i) })
-			}
+		w.loop(r.shorts.run)
+		for i := range r.zparks {
+			r.zloops.Add(1)
+			w.loop(func() { r.claimLoop(i) })
 		}
 	}
 	w.loop(w.dutyLoop)
@@ -379,7 +336,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 }
 
 // kill stops everything at once, as a crash would: no release, no ack
-// flush, no deregistration. Handler contexts are cancelled and whatever
+// flush, no presence clear. Handler contexts are cancelled and whatever
 // they return is dropped; their jobs stay leased until their leases lapse
 // and another worker takes them. kill waits for the worker's own loops to
 // exit (not for handlers), so nothing it does afterwards writes to the
@@ -429,7 +386,7 @@ func (w *Worker) running() int {
 
 // shutdown is the graceful stop: stop claiming, let handlers finish within
 // ShutdownTimeout, release the rest, flush acks, wake the other workers,
-// leave the registry.
+// clear the presence record.
 func (w *Worker) shutdown(runners []*runner) error {
 	log := w.log
 	log.Info("worker: stopping", "running", w.running(), "shutdown_timeout", w.cfg.ShutdownTimeout)
@@ -437,7 +394,6 @@ func (w *Worker) shutdown(runners []*runner) error {
 	// short, since a cancelled commit could leave leases nobody runs.
 	released := map[*runner]int{}
 	for _, r := range runners {
-		<-r.claimerDone
 		r.zloops.Wait()
 		// Claimed jobs still waiting for a handler slot go back now.
 		if n := r.dropWaiting(); n > 0 {
@@ -470,12 +426,10 @@ wait:
 	}
 	w.keeper.stop()
 	for _, r := range runners {
-		if r.zones {
-			// After the flush: a short lane goes back only once the acks
-			// of its jobs are in (short.go).
-			r.shorts.stop()
-			r.shorts.handBackAll()
-		}
+		// After the flush: a short lane goes back only once the acks of
+		// its jobs are in (short.go).
+		r.shorts.stop()
+		r.shorts.handBackAll()
 	}
 	for r, n := range released {
 		log.Info("worker: released running jobs", "task_type", r.taskType, "jobs", n)
@@ -483,13 +437,10 @@ wait:
 			log.Warn("worker: could not wake other workers for released jobs", "task_type", r.taskType, "err", err)
 		}
 	}
-	for _, r := range runners {
-		r.stopHeartbeat()
+	if err := w.presence.stop(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	for _, r := range runners {
-		if err := <-r.leaveErr; err != nil {
-			errs = append(errs, err)
-		}
 		r.waker.close()
 	}
 	w.acker.stop()

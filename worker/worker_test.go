@@ -57,7 +57,7 @@ func (c *runs) check(t *testing.T, ids []quick.ID, once bool) {
 }
 
 func zonesOptions(short ...string) quick.Options {
-	o := quick.Options{Layout: quick.LayoutZones}
+	o := quick.Options{}
 	if len(short) > 0 {
 		o.TaskTypes = map[string]quick.TaskTypeOptions{}
 		for _, t := range short {
@@ -184,7 +184,7 @@ func TestZonesManyTenantsDrain(t *testing.T) {
 func assertNoZonesWork(t *testing.T, e *env, taskType string) {
 	t.Helper()
 	e.clk.Advance(10 * time.Minute)
-	res, err := e.q.ClaimZone(e.ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: "checker", Max: 100}})
+	res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: taskType, Holder: "checker", Max: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,66 +232,6 @@ func TestZonesKilledWorkerLosesNothing(t *testing.T) {
 	}
 }
 
-// Schema-1 jobs enqueued before the queue switched to the zones layout
-// drain while zones jobs run; then the worker leaves the lanes registry.
-func TestZonesMigrationDrainsSchema1(t *testing.T) {
-	e := newClockedEnv(t, quick.Options{})
-	var ids []quick.ID
-	for i := range 30 {
-		j := quick.NewJob{TaskType: "mig", ItemSpace: fmt.Sprintf("t%d", i%3)}
-		if i%5 == 0 {
-			j.Delay = 20 * time.Second // vests after the switch
-		}
-		ids = append(ids, e.enqueue(j)[0].ID)
-	}
-	// The same database, opened with the zones layout.
-	zq, err := quick.Open(e.ctx, e.db, e.space, quick.Options{Layout: quick.LayoutZones, Clock: e.clk, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.q = zq
-	ids = append(ids, e.enqueueTenants("mig", 6, 5)...)
-	c := newRuns()
-	ws := e.zonesWorkers(2, "mig", countingHandler(c), HandlerOptions{Concurrency: 8})
-	for _, w := range ws {
-		e.start(w)
-	}
-	e.drain("migration drain", func() bool { return c.finished() == len(ids) }, ws...)
-	c.check(t, ids, true)
-	// Within a check period the schema-1 claim loop goes dormant and the
-	// heartbeat leaves.
-	// (Stepped a second at a time up to a bound on the fake clock: a
-	// check that was already reading when the last ack committed may see
-	// the last schema-1 key once more; the next check must not.)
-	dormant := func() bool {
-		for _, w := range ws {
-			if on, known := w.byType["mig"].legacy.get(); on || !known {
-				return false
-			}
-		}
-		return true
-	}
-	for waited := time.Duration(0); !dormant(); waited += time.Second {
-		if waited > 3*legacyCheck {
-			for _, w := range ws {
-				on, known := w.byType["mig"].legacy.get()
-				t.Errorf("legacy on=%v known=%v %v after the drain", on, known, waited)
-			}
-			t.FailNow()
-		}
-		e.step(time.Second, time.Second, ws...)
-	}
-	before := e.db.Stats()
-	e.step(30*time.Second, time.Second, ws...)
-	d := e.db.Stats().Sub(before)
-	// Each idle worker commits about 0.4 times a second (a sleep
-	// registration per idle sleep, a clock round per 5 s): 24 in all. The
-	// registry heartbeat alone would add 60.
-	if d.Commits > 40 {
-		t.Fatalf("%d commits in 30 idle seconds: the registry heartbeat still runs", d.Commits)
-	}
-}
-
 // Short-job mode end to end: jobs complete in batched acks under lane
 // leases, and a job that runs longer than the lane lease moves to a lease
 // of its own without a gap: a second worker never runs it meanwhile.
@@ -320,7 +260,7 @@ func TestZonesShortJobs(t *testing.T) {
 	}
 	e.drain("short drain", func() bool { return c.finished() == len(ids) && g.count() == 1 }, ws...)
 	// The long job runs on: several pointer leases pass.
-	pl := e.q.Options().PointerLease
+	pl := e.q.Options().LaneLeaseTime
 	e.step(4*pl, 500*time.Millisecond, ws...)
 	c.mu.Lock()
 	n := c.runs[long]
@@ -397,9 +337,6 @@ func TestZonesIdleReadsBounded(t *testing.T) {
 	}
 	if m := per(d.Commits); m > 0.5 {
 		t.Fatalf("%.2f commits a second while idle", m)
-	}
-	if r := w.byType["idle"].tracker.LastBeat(); !r.IsZero() {
-		t.Fatal("the idle zones worker joined the lanes registry")
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
-	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
@@ -21,7 +20,6 @@ type Flags struct {
 	Subspace        string
 	Concurrency     int
 	Lanes           int
-	Layout          string
 	ID              string
 	ShutdownTimeout time.Duration
 	StatsInterval   time.Duration
@@ -40,8 +38,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Embedded, "embedded", false, "use an in-process in-memory database instead of FoundationDB: nothing is persisted (only in demo and test programs that allow it)")
 	fs.StringVar(&f.Subspace, "subspace", "quick", "tuple prefix the queue lives under: comma-separated strings and integers, e.g. app,jobs or (\"app\", 7)")
 	fs.IntVar(&f.Concurrency, "concurrency", 0, "jobs run at once per task type, for handlers that set none (default 10)")
-	fs.IntVar(&f.Lanes, "lanes", 0, "lanes per task type when the queue is created (default 16; an existing queue keeps its own)")
-	fs.StringVar(&f.Layout, "layout", "", "where new jobs go and how the worker finds work: lanes (schema 1) or zones (a queue per tenant and a pointer index; schema-1 jobs left are still drained); default MainOptions.Queue.Layout")
+	fs.IntVar(&f.Lanes, "lanes", 0, "hash lanes a new zone spreads its jobs over (quick.Options.ZoneLanes; default 1, a busy zone grows more)")
 	fs.StringVar(&f.ID, "id", "", "worker ID (default host-pid-random)")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM before they are released")
 	fs.DurationVar(&f.StatsInterval, "stats-interval", 0, "log the worker's counts this often (0: only at exit)")
@@ -79,19 +76,6 @@ func (f *Flags) Open() (kv.Database, tuple.Subspace, error) {
 		return nil, tuple.Subspace{}, fmt.Errorf("open FoundationDB: %w", err)
 	}
 	return db, space, nil
-}
-
-// ParseLayout reads -layout: "" keeps def, else lanes or zones.
-func ParseLayout(s string, def quick.Layout) (quick.Layout, error) {
-	switch s {
-	case "":
-		return def, nil
-	case "lanes":
-		return quick.LayoutLanes, nil
-	case "zones":
-		return quick.LayoutZones, nil
-	}
-	return def, fmt.Errorf("%w: -layout %q: want lanes or zones", ErrFlags, s)
 }
 
 // ParseSubspace reads the -subspace syntax: comma-separated elements,

@@ -23,7 +23,7 @@ type MainOptions struct {
 	Args []string
 	// Name names the program in usage messages. Default os.Args[0].
 	Name string
-	// Queue are the queue's options; -lanes sets Lanes.
+	// Queue are the queue's options; -lanes sets ZoneLanes.
 	Queue quick.Options
 	// AllowEmbedded lets -embedded run the worker on the in-memory engine,
 	// which forgets every job when the process exits. Only demo and test
@@ -105,10 +105,7 @@ func RunMain(setup func(w *worker.Worker) error, opts MainOptions) error {
 	defer stop()
 	qopts := opts.Queue
 	if f.Lanes > 0 {
-		qopts.Lanes = f.Lanes
-	}
-	if qopts.Layout, err = ParseLayout(f.Layout, qopts.Layout); err != nil {
-		return err
+		qopts.ZoneLanes = f.Lanes
 	}
 	if qopts.Logger == nil {
 		qopts.Logger = logger

@@ -84,18 +84,15 @@ func TestRunMainEmbedded(t *testing.T) {
 	}
 }
 
-// -layout zones runs the worker on the zones layout: the jobs go to
-// zones and the worker finds them through the pointer index.
-func TestRunMainZones(t *testing.T) {
+// Jobs of several tenants go to their zones, and the worker finds them
+// through the pointer index.
+func TestRunMainTenants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const n = 5
 	done := make(chan struct{}, n)
 	var stderr bytes.Buffer
 	err := RunMain(func(w *worker.Worker) error {
-		if w.Queue().Options().Layout != quick.LayoutZones {
-			return fmt.Errorf("layout %v, want zones", w.Queue().Options().Layout)
-		}
 		if err := worker.RegisterRaw(w, "main", func(ctx context.Context, j *worker.RawJob) error {
 			done <- struct{}{}
 			if len(done) == n {
@@ -113,7 +110,7 @@ func TestRunMainZones(t *testing.T) {
 		return err
 	}, MainOptions{
 		AllowEmbedded: true,
-		Args:          []string{"-embedded", "-layout", "zones", "-id", "zones-test"},
+		Args:          []string{"-embedded", "-id", "tenants-test"},
 		Context:       ctx,
 		Stderr:        &stderr,
 	})
@@ -122,9 +119,6 @@ func TestRunMainZones(t *testing.T) {
 	}
 	if len(done) != n {
 		t.Fatalf("%d jobs ran, want %d", len(done), n)
-	}
-	if _, err := ParseLayout("tubes", quick.LayoutLanes); !errors.Is(err, ErrFlags) {
-		t.Fatalf("ParseLayout(tubes): %v, want ErrFlags", err)
 	}
 }
 

@@ -38,9 +38,6 @@ type deps struct {
 	IsTerminal func(w io.Writer) bool
 	// FDBBuilt reports whether the binary has the FoundationDB adapter.
 	FDBBuilt bool
-	// Trackable lists task types whose jobs keep a lookup index, beside
-	// --trackable (tests; until lookup by ID is the default, issue 21).
-	Trackable []string
 }
 
 func realDeps() deps {
@@ -81,7 +78,6 @@ const (
 	flagSubspace    = "subspace"
 	flagDirectory   = "directory"
 	flagOutput      = "output"
-	flagTrackable   = "trackable"
 )
 
 func newApp(d deps) *cli.App {
@@ -117,8 +113,6 @@ func newApp(d deps) *cli.App {
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
 				Usage: "directory layer path a/b/c holding the queue (FoundationDB only); --subspace then nests inside it"},
 			outputFlag(true),
-			&cli.StringSliceFlag{Name: flagTrackable,
-				Usage: "task type whose jobs keep a lookup index, so jobs show, cancel and run-now find them by ID (repeatable)"},
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {
@@ -206,18 +200,9 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	var types map[string]quick.TaskTypeOptions
-	for _, t := range append(globalStringSlice(c, flagTrackable), a.d.Trackable...) {
-		if types == nil {
-			types = map[string]quick.TaskTypeOptions{}
-		}
-		types[t] = quick.TaskTypeOptions{Trackable: true}
-	}
 	q, err := quick.Open(c.Context, db, space, quick.Options{
-		Clock:     a.d.Clock,
-		Logger:    slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Layout:    quick.LayoutZones, // the only layout once issue 21's onelayout lands
-		TaskTypes: types,
+		Clock:  a.d.Clock,
+		Logger: slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the queue under %s: %w", describeSpace(c), err)

@@ -203,9 +203,9 @@ func TestJobsList(t *testing.T) {
 	if next == out || strings.Count(next, "\n") != 6 {
 		t.Errorf("second page:\n%s", next)
 	}
-	// Paging through every tenant: each job once, tenant by tenant.
+	// Paging through every tenant: each job once.
 	seen := map[string]bool{}
-	var order []string
+	tenants := map[string]bool{}
 	for after, pages := "", 0; pages < 30; pages++ {
 		args := []string{"jobs", "list", "--type", "email", "--limit", "7", "-o", "json"}
 		if after != "" {
@@ -223,16 +223,14 @@ func TestJobsList(t *testing.T) {
 				t.Fatalf("job %s listed twice", j.ID)
 			}
 			seen[j.ID] = true
-			if len(order) == 0 || order[len(order)-1] != j.ItemSpace {
-				order = append(order, j.ItemSpace)
-			}
+			tenants[j.ItemSpace] = true
 		}
 		if after = p.Next; after == "" {
 			break
 		}
 	}
-	if want := 40 + 5 - len(f.dead); len(seen) != want || strings.Join(order, ",") != ",acme,globex,initech" {
-		t.Errorf("paged %d jobs, want %d; tenants in order %q", len(seen), want, order)
+	if want := 40 + 5 - len(f.dead); len(seen) != want || len(tenants) != 4 {
+		t.Errorf("paged %d jobs, want %d; tenants %v", len(seen), want, tenants)
 	}
 	var page struct {
 		Jobs []jobJSON `json:"jobs"`

@@ -227,7 +227,10 @@ func (a *app) jobsCancelFiltered(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	flt := quick.Filter{TaskType: c.String("type"), ItemSpace: c.String("item-space"), UniqueKeyPrefix: c.String("unique-prefix")}
+	flt := quick.Filter{TaskType: c.String("type"), UniqueKeyPrefix: c.String("unique-prefix")}
+	if c.IsSet("item-space") {
+		flt.ItemSpaces = []string{c.String("item-space")}
+	}
 	if err := checkTypes(c.Context, q, flt.TaskType); err != nil {
 		return err
 	}
@@ -252,8 +255,8 @@ func (a *app) jobsCancelFiltered(c *cli.Context) error {
 	default:
 		what += " in state " + flt.State.String()
 	}
-	if flt.ItemSpace != "" {
-		what += ", item space " + flt.ItemSpace
+	if flt.ItemSpaces != nil {
+		what += fmt.Sprintf(", item space %q", flt.ItemSpaces[0])
 	}
 	if flt.Priority != 0 {
 		what += ", priority " + flt.Priority.String()
@@ -264,7 +267,18 @@ func (a *app) jobsCancelFiltered(c *cli.Context) error {
 	if err := a.confirm(c, what+"? They are deleted with their payloads."); err != nil {
 		return err
 	}
-	n, err := q.CancelMatching(c.Context, flt, limit)
+	// Bounded calls (each at most its scan budget) until the limit or the
+	// end of the scan.
+	n := 0
+	var after quick.Cursor
+	for n < limit {
+		r, cerr := q.CancelMatching(c.Context, flt, quick.BulkOptions{Limit: limit - n, After: after})
+		n += r.Done
+		if err = cerr; err != nil || r.Next == "" {
+			break
+		}
+		after = r.Next
+	}
 	if f == formatJSON && err == nil {
 		return writeJSON(a.d.Stdout, map[string]any{"task_type": flt.TaskType, "cancelled": n})
 	}
@@ -296,7 +310,16 @@ func (a *app) deadRequeueFiltered(c *cli.Context) error {
 	if limit <= 0 {
 		return fmt.Errorf("invalid --limit %d: want a positive number", limit)
 	}
-	n, err := q.RequeueMatching(c.Context, flt, limit)
+	n := 0
+	var after quick.Cursor
+	for n < limit {
+		r, rerr := q.RequeueMatching(c.Context, flt, quick.BulkOptions{Limit: limit - n, After: after})
+		n += r.Done
+		if err = rerr; err != nil || r.Next == "" {
+			break
+		}
+		after = r.Next
+	}
 	if err != nil {
 		return fmt.Errorf("requeued %d dead jobs, then: %w", n, err)
 	}

@@ -39,21 +39,12 @@ func demoTenant(rng *rand.Rand, t string) string {
 }
 
 // demoQueueOptions are the queue options of quick demo and quick ui --demo.
-// Every demo type keeps its jobs' lookup index so that a job's page and
-// quick jobs show find any job by ID; the cron schedule's type must (cron
-// finds its chain's next run by ID).
 func demoQueueOptions(clk clock.Clock, logger *slog.Logger, backoff func(int) time.Duration) quick.Options {
-	types := map[string]quick.TaskTypeOptions{demoCronType: {Trackable: true}}
-	for _, t := range demoTypes {
-		types[t] = quick.TaskTypeOptions{Trackable: true}
-	}
 	return quick.Options{
 		Clock:       clk,
 		MaxAttempts: 5,
 		Backoff:     backoff,
 		Logger:      logger,
-		Layout:      quick.LayoutZones, // the only layout once issue 21's onelayout lands
-		TaskTypes:   types,
 	}
 }
 

@@ -57,7 +57,7 @@ func (h *harness) deps(stdin string) (deps, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	return deps{
 		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-		Clock: h.clk, DB: h.db, Trackable: testTrackable,
+		Clock: h.clk, DB: h.db,
 		OpenFDB:       func(string) (kv.Database, error) { return nil, errors.New("no FoundationDB in tests") },
 		OpenDirectory: func(kv.Database, []string) ([]byte, error) { return nil, errors.New("no directory layer in tests") },
 	}, &out, &errb
@@ -114,36 +114,13 @@ func (h *harness) failsIn(stdin, want string, args ...string) result {
 func (h *harness) queue() *quick.Queue {
 	h.t.Helper()
 	q, err := quick.Open(context.Background(), h.db, tuple.FromTuple(tuple.Tuple{"quick"}), quick.Options{
-		Clock:     h.clk,
-		Backoff:   func(int) time.Duration { return 5 * time.Second },
-		Layout:    quick.LayoutZones, // the only layout once issue 21's onelayout lands
-		TaskTypes: trackable(testTrackable...),
+		Clock:   h.clk,
+		Backoff: func(int) time.Duration { return 5 * time.Second },
 	})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return q
-}
-
-// needsSurfaces skips a test of a surface that works on tenants' zones only
-// once issue 21's surfaces land in main (quick.Queue.Depth, List,
-// CancelMatching, lookup by ID of every job, the metrics gauges). Remove
-// each call when they have.
-func needsSurfaces(t *testing.T, what string) {
-	t.Helper()
-	t.Skipf("needs issue 21's surfaces in main: %s", what)
-}
-
-// testTrackable are the task types the tests find jobs of by ID: every
-// one, once lookup by ID is the default (issue 21), and this goes.
-var testTrackable = []string{"email", "report", "webhook", "import", "tick", "etl", "x"}
-
-func trackable(types ...string) map[string]quick.TaskTypeOptions {
-	m := map[string]quick.TaskTypeOptions{}
-	for _, t := range types {
-		m[t] = quick.TaskTypeOptions{Trackable: true}
-	}
-	return m
 }
 
 // claim takes o.Max jobs, claim after claim (each takes from one lane),
@@ -154,7 +131,7 @@ func (h *harness) claim(q *quick.Queue, o quick.ClaimOptions) []quick.Lease {
 	for range o.Max {
 		want := o
 		want.Max = o.Max - len(got)
-		c, err := q.ClaimZone(context.Background(), quick.ZoneClaimOptions{ClaimOptions: want})
+		c, err := q.Consumer().Claim(context.Background(), want)
 		if err != nil {
 			h.t.Fatalf("claim %s: %v", o.TaskType, err)
 		}

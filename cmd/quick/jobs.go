@@ -14,7 +14,6 @@ import (
 
 	"github.com/quickfdb/quickfdb/cron"
 	"github.com/quickfdb/quickfdb/internal/present"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -26,9 +25,9 @@ func (a *app) jobsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list a task type's scheduled, ready and leased jobs, tenant by tenant, each tenant's in priority, lane and vesting order",
-				Description: "Each page reads the pointer index to find the tenants whose zones hold jobs (at most 5,000 entries)\n" +
-					"and their zones' keys, at most --limit jobs; --after resumes from the cursor a page printed.",
+				Usage: "list a task type's scheduled, ready and leased jobs, in the pointer index's order, or tenant by tenant with --tenant",
+				Description: "Each page reads at most 5,000 keys (pointer entries, lane states, job keys) and shows at most --limit\n" +
+					"jobs; a page the budget ended may be short, even empty, and still print the command for the next one.",
 				Flags: []cli.Flag{
 					typeFlag(),
 					&cli.StringSliceFlag{Name: "tenant", Usage: "only this tenant's jobs (item space; repeatable; \"\" is the no-tenant zone)"},
@@ -108,7 +107,7 @@ func (a *app) jobsList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := zoneread.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
+	opts := quick.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
 	if opts.Limit <= 0 || opts.Limit > 1000 {
 		return fmt.Errorf("invalid --limit %d: want 1 to 1000", opts.Limit)
 	}
@@ -135,7 +134,7 @@ func (a *app) jobsList(c *cli.Context) error {
 		opts.State = st
 	}
 	opts.After = quick.Cursor(c.String("after")) // List checks it is one of its own
-	page, err := zoneread.List(c.Context, q, opts)
+	page, err := q.List(c.Context, opts)
 	if errors.Is(err, quick.ErrInvalidCursor) {
 		return fmt.Errorf("invalid --after %q: not a cursor printed by jobs list for this type: %w", opts.After, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/internal/present"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 )
@@ -92,7 +91,7 @@ func (a *app) lanes(c *cli.Context) error {
 		before := a.stats()
 		tenant, chosen := c.String("tenant"), false
 		if !c.IsSet("tenant") {
-			d, err := zoneread.Read(c.Context, q, zoneread.DepthOptions{TaskType: t, TopTenants: 1})
+			d, err := q.Depth(c.Context, quick.DepthOptions{TaskType: t, TopTenants: 1})
 			if err != nil {
 				return err
 			}
@@ -249,7 +248,8 @@ type typeDepth struct {
 type tenantDepth struct {
 	ItemSpace string `json:"item_space"`
 	countRow
-	// Lanes is how many lanes the zone spreads new jobs over.
+	// Lanes is how many of the zone's lanes hold jobs (counted through
+	// the pointer index).
 	Lanes int `json:"lanes"`
 }
 
@@ -263,7 +263,7 @@ func depthReports(ctx context.Context, q *quick.Queue, asked, tenants []string, 
 	}
 	reps := make([]typeDepth, 0, len(types))
 	for _, t := range types {
-		d, err := zoneread.Read(ctx, q, zoneread.DepthOptions{TaskType: t, ItemSpaces: tenants, Budget: budget, TopTenants: top})
+		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: t, ItemSpaces: tenants, Budget: budget, TopTenants: top})
 		if err != nil {
 			return nil, err
 		}

@@ -167,7 +167,6 @@ func scrapeUntil(t *testing.T, base, want string) string {
 // the server's root, beside the console) with the queue depth gauges of
 // the queue it shows.
 func TestUIServesMetrics(t *testing.T) {
-	needsSurfaces(t, "the metrics depth gauges across zones")
 	h := newHarness(t)
 	h.ok("enqueue", "-t", "email", "--payload", "a")
 	h.ok("enqueue", "-t", "email", "--payload", "b")

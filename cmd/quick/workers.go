@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/internal/present"
-	"github.com/quickfdb/quickfdb/internal/zoneread"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // maxWorkersListed bounds the worker records one command reads.
@@ -159,9 +159,9 @@ func readWorkers(ctx context.Context, q *quick.Queue, types []string) ([]workerR
 }
 
 // listWorkers is the one place the CLI reads worker presence
-// (worker.ListWorkers once it exists: one bounded range read).
-func listWorkers(ctx context.Context, q *quick.Queue) ([]zoneread.Presence, error) {
-	ps, err := zoneread.ListWorkers(ctx, q, maxWorkersListed)
+// (worker.ListWorkers: one range read of at most maxWorkersListed records).
+func listWorkers(ctx context.Context, q *quick.Queue) ([]worker.Presence, error) {
+	ps, err := worker.ListWorkers(ctx, q, maxWorkersListed)
 	if err != nil {
 		return nil, fmt.Errorf("read the workers: %w", err)
 	}

@@ -161,7 +161,7 @@ func tenantCell(s string) string {
 func (a *app) tenantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenants",
-		Usage: "per task type, the tenants with the most ready work: their ready, leased and scheduled jobs, oldest ready job and lanes",
+		Usage: "per task type, the tenants with the most ready work: their ready, leased and scheduled jobs, oldest ready job and lanes holding jobs",
 		Description: "Counts each tenant's zone of the type (its queue), the tenants found through the pointer index (every\n" +
 			"lane holding jobs has an entry), at most --budget keys per type: no per-tenant counter exists (it\n" +
 			"would cost a write per job). A count shown as ≥N hit the budget; \"more tenants not read\" says the\n" +

@@ -35,7 +35,6 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	modes := fs.String("modes", "backlog,steady", "backlog (drain a preloaded backlog) and/or steady (producers at --rate)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "handler slots per worker")
 	fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "producers in steady mode")
-	fs.IntVar(&cfg.Lanes, "lanes", cfg.Lanes, "lanes of the lanes variant's queue")
 	dur := fs.String("duration", cfg.Duration.String(), "job duration distribution, fixed|uniform|exp:mean (handlers sleep)")
 	fs.IntVar(&cfg.Payload, "payload", cfg.Payload, "payload bytes")
 	fs.Float64Var(&cfg.DelayShare, "delayed", cfg.DelayShare, "share of jobs enqueued with a delay")

@@ -53,7 +53,7 @@ func TestShortBench(t *testing.T) {
 	if err != nil || !bytes.Contains(svg, []byte("<polyline")) {
 		t.Errorf("svg: %v, %.100s", err, svg)
 	}
-	if !strings.Contains(out.String(), "lanes/fdb-recipe-delete") {
+	if !strings.Contains(out.String(), "zones-16/zones") {
 		t.Errorf("no ratio table in:\n%s", out.String())
 	}
 }

@@ -42,7 +42,6 @@ func TestProcsBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"procs", "--procs", "1,x"},
 		{"procs", "--procs", "0"},
-		{"procs", "--layout", "heap"},
 		{"procs", "--complete", "never"},
 		{"procs", "--duration", "gauss:1ms"},
 		{"procs", "extra"},

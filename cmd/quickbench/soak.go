@@ -52,7 +52,11 @@ func runSoak(ctx context.Context, cfg soak.Config, clusterFile string, log io.Wr
 
 // soakCmd runs the soak and its checker; it exits 1 on any violation.
 func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg := baseSoakConfig(args)
+	cfg, err := baseSoakConfig(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Bool("short", false, "CI soak, about 20 s")
@@ -80,15 +84,14 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.ExhaustShare, "exhaust", cfg.ExhaustShare, "share of one-attempt jobs whose worker vanishes mid-run")
 	fs.DurationVar(&cfg.CronEditEvery, "cron-edit-every", cfg.CronEditEvery, "mean time between edits of a running cron chain (0: none)")
 	fs.DurationVar(&cfg.FarSkew, "far-skew", cfg.FarSkew, "run the first worker this far ahead of real time; it must stand by (0 turns it off)")
-	fs.String("layout", cfg.Layout, "lanes (schema 1), zones (schema 2: tenants, pointer index, short-job type, lane resizing) or migrate (lanes, then zones mid-run); zones and migrate start from their own defaults")
+	fs.String("profile", "plain", "plain (no tenants: one zone per task type) or tenants (tenants with a hot one, short-job type, lane resizing); each starts from its own defaults")
 	fs.IntVar(&cfg.Tenants, "tenants", cfg.Tenants, "zones: tenants (item spaces) besides the empty one")
 	fs.Float64Var(&cfg.HotShare, "hot", cfg.HotShare, "zones: share of work jobs in the hot tenant")
 	fs.Float64Var(&cfg.ShortShare, "short-share", cfg.ShortShare, "zones: share of work jobs of the short-job-mode task type")
 	fs.DurationVar(&cfg.ResizeEvery, "resize-every", cfg.ResizeEvery, "zones: mean time between SetZoneLanes calls (0: none)")
 	fs.IntVar(&cfg.MaxLanes, "max-lanes", cfg.MaxLanes, "zones: lane counts drawn in [1, max-lanes]")
-	fs.DurationVar(&cfg.PointerLease, "pointer-lease", cfg.PointerLease, "zones: lane lease (Options.PointerLease)")
+	fs.DurationVar(&cfg.LaneLease, "lane-lease", cfg.LaneLease, "zones: lane lease (Options.LaneLeaseTime)")
 	fs.IntVar(&cfg.AutoIdemProducers, "auto-idem", cfg.AutoIdemProducers, "zones: producers enqueueing with Options.AutomaticIdempotency")
-	fs.Float64Var(&cfg.MigrateAt, "migrate-at", cfg.MigrateAt, "migrate: share of the chaos phase run on schema 1")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed (the first, with -seeds)")
 	seeds := fs.Int("seeds", 1, "run this many soaks, seeds seed, seed+1, ...; exit 1 if any fails")
 	fs.BoolVar(&cfg.Verbose, "v", false, "log the queue's, workers' and cron's warnings")
@@ -136,10 +139,10 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// baseSoakConfig picks the defaults the flags start from: the layout's
-// (-layout), full or short (-short).
-func baseSoakConfig(args []string) soak.Config {
-	short, layout := false, soak.LayoutLanes
+// baseSoakConfig picks the defaults the flags start from: the profile's
+// (-profile), full or short (-short).
+func baseSoakConfig(args []string) (soak.Config, error) {
+	short, profile := false, "plain"
 	for i, a := range args {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !strings.HasPrefix(a, "-") {
@@ -148,26 +151,22 @@ func baseSoakConfig(args []string) soak.Config {
 		switch name {
 		case "short":
 			short = !hasVal || val == "true"
-		case "layout":
+		case "profile":
 			if !hasVal && i+1 < len(args) {
 				val = args[i+1]
 			}
-			layout = val
+			profile = val
 		}
 	}
 	switch {
-	case layout == soak.LayoutZones && short:
-		return soak.ShortZones()
-	case layout == soak.LayoutZones:
-		return soak.Zones()
-	case layout == soak.LayoutMigrate && short:
-		return soak.ShortMigrate()
-	case layout == soak.LayoutMigrate:
-		return soak.Migrate()
+	case profile == "tenants" && short:
+		return soak.ShortZones(), nil
+	case profile == "tenants":
+		return soak.Zones(), nil
+	case profile != "plain":
+		return soak.Config{}, fmt.Errorf("quickbench soak: -profile %q: want plain or tenants", profile)
 	case short:
-		return soak.Short()
+		return soak.Short(), nil
 	}
-	c := soak.Default()
-	c.Layout = layout // an unknown one fails Validate
-	return c
+	return soak.Default(), nil
 }

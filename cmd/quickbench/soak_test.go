@@ -6,26 +6,25 @@ import (
 	"github.com/quickfdb/quickfdb/internal/soak"
 )
 
-// TestSoakLayoutPicksItsDefaults: -layout and -short choose the config the
-// other flags start from, in any order and either flag syntax.
-func TestSoakLayoutPicksItsDefaults(t *testing.T) {
+// TestSoakProfilePicksItsDefaults: -profile and -short choose the config
+// the other flags start from, in any order and either flag syntax.
+func TestSoakProfilePicksItsDefaults(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want soak.Config
 	}{
 		{nil, soak.Default()},
 		{[]string{"-short"}, soak.Short()},
-		{[]string{"-layout", "zones"}, soak.Zones()},
-		{[]string{"--layout=zones", "-short"}, soak.ShortZones()},
-		{[]string{"-short", "-layout=migrate"}, soak.ShortMigrate()},
-		{[]string{"-layout", "migrate", "-seed", "3"}, soak.Migrate()},
+		{[]string{"-profile", "tenants"}, soak.Zones()},
+		{[]string{"--profile=tenants", "-short"}, soak.ShortZones()},
+		{[]string{"-short", "-profile=plain", "-seed", "3"}, soak.Short()},
 	} {
-		got := baseSoakConfig(c.args)
-		if got.Layout != c.want.Layout && !(c.want.Layout == "" && got.Layout == soak.LayoutLanes) || got.Duration != c.want.Duration || got.Tenants != c.want.Tenants {
-			t.Errorf("%q: layout %q, %v, %d tenants; want %q, %v, %d", c.args, got.Layout, got.Duration, got.Tenants, c.want.Layout, c.want.Duration, c.want.Tenants)
+		got, err := baseSoakConfig(c.args)
+		if err != nil || got.Duration != c.want.Duration || got.Tenants != c.want.Tenants {
+			t.Errorf("%q: %v, %d tenants (%v); want %v, %d", c.args, got.Duration, got.Tenants, err, c.want.Duration, c.want.Tenants)
 		}
 	}
-	if err := baseSoakConfig([]string{"-layout", "rings"}).Validate(); err == nil {
-		t.Error("an unknown layout passed Validate")
+	if _, err := baseSoakConfig([]string{"-profile", "rings"}); err == nil {
+		t.Error("an unknown profile was accepted")
 	}
 }

@@ -66,8 +66,9 @@ func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
 }
 
 // signUp is the README's enqueue: the user's row and the welcome email's
-// job commit in one transaction, or neither does.
-func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) error {
+// job commit in one transaction, or neither does. The job belongs to the
+// user's tenant: each tenant's jobs are a queue of their own (a zone).
+func signUp(ctx context.Context, db kv.Database, tenant string, userKey, userValue []byte) error {
 	// readme:begin enqueue
 	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
 	if err != nil {
@@ -76,23 +77,24 @@ func signUp(ctx context.Context, db kv.Database, userKey, userValue []byte) erro
 	id := quick.NewID(time.Now()) // once, outside the retry loop: makes a retry after 1021 safe
 	return db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set(userKey, userValue)
-		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, &quick.InsertOpts{ID: id})
+		// ItemSpace is the tenant: a tenant with a million jobs never delays
+		// another's.
+		_, err := q.InsertTx(tr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, &quick.InsertOpts{ID: id, ItemSpace: tenant})
 		return err
 	})
 	// readme:end
 }
 
-// invoiceForTenant is the README's zones layout: one queue per tenant,
+// invoiceForTenant is the README's tenants section: each tenant's zones
 // kept inside the tenant's own subspace, and a job enqueued for tenant
 // "acme" in the application's transaction.
 func invoiceForTenant(ctx context.Context, db kv.Database, space, tenants tuple.Subspace) (*quick.Queue, error) {
 	// readme:begin zones
 	q, err := quick.Open(ctx, db, space, quick.Options{
-		Layout:    quick.LayoutZones,
 		ZoneSpace: func(tenant string) tuple.Subspace { return tenants.Sub(tenant, "jobs") },
 		TaskTypes: map[string]quick.TaskTypeOptions{
 			"thumbnail": {ShortJobs: true}, // lease the lane, not each job
-			"invoice":   {Trackable: true}, // findable by ID (Get, Cancel, RunNow)
+			"audit":     {Untracked: true}, // no lookup index: not findable by ID until it is dead
 		},
 	})
 	if err != nil {

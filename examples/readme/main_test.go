@@ -159,7 +159,7 @@ func TestEnqueueAndWorkerRegions(t *testing.T) {
 	defer cancel()
 	db := memkv.Open(memkv.Options{})
 	defer db.Close()
-	if err := signUp(ctx, db, []byte("user/ada"), []byte("Ada")); err != nil {
+	if err := signUp(ctx, db, "acme", []byte("user/ada"), []byte("Ada")); err != nil {
 		t.Fatal(err)
 	}
 	var row []byte

@@ -16,7 +16,7 @@ import (
 func TestSignUpEnqueuesWelcome(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.Open(memkv.Options{}) // the embedded engine: no FDB needed in tests
-	if err := signUp(ctx, db, []byte("user/ada"), []byte("Ada")); err != nil {
+	if err := signUp(ctx, db, "acme", []byte("user/ada"), []byte("Ada")); err != nil {
 		t.Fatal(err)
 	}
 	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
@@ -25,7 +25,7 @@ func TestSignUpEnqueuesWelcome(t *testing.T) {
 	}
 	// Fails listing the send_email jobs that were enqueued, if none matches.
 	quicktest.RequireEnqueued(t, q, SendEmail{To: "ada@example.com", Subject: "Welcome"},
-		&quicktest.RequireOpts{Priority: quick.Normal})
+		&quicktest.RequireOpts{Priority: quick.Normal, ItemSpace: "acme"})
 
 	// Run the handler on a job, synchronously, without a worker.
 	res := quicktest.Work(ctx, t, q, sendEmail, SendEmail{To: "bob@example.com", Subject: "Hi"}, nil)

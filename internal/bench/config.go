@@ -24,7 +24,6 @@ type Config struct {
 	Modes       []Mode        `json:"modes"`
 	Concurrency int           `json:"concurrency"` // handler slots per worker
 	Producers   int           `json:"producers"`
-	Lanes       int           `json:"lanes"` // lanes of the lanes variant's queue
 	Duration    Dist          `json:"duration"`
 	Payload     int           `json:"payload_bytes"`
 	DelayShare  float64       `json:"delay_share"` // share of jobs enqueued with a delay
@@ -54,7 +53,7 @@ type Config struct {
 }
 
 // Variants are the claim strategies, in report order.
-var Variants = []string{"fdb-recipe-delete", "fdb-recipe-lease", "quick-random-k", "lanes", "zones", "zones-16"}
+var Variants = []string{"zones", "zones-16"}
 
 // Full is the configuration docs/performance.md reports.
 func Full() Config {
@@ -64,7 +63,6 @@ func Full() Config {
 		Modes:       []Mode{Backlog, Steady},
 		Concurrency: 8,
 		Producers:   4,
-		Lanes:       16,
 		Duration:    Dist{Kind: "exponential", Mean: 20 * time.Millisecond},
 		Payload:     100,
 		DelayShare:  0.1,
@@ -117,7 +115,7 @@ func (c Config) Validate() error {
 	switch {
 	case len(c.Workers) == 0:
 		return fmt.Errorf("bench: no worker counts")
-	case c.Concurrency < 1, c.Producers < 1, c.Lanes < 1, c.K < 1, c.Reps < 1:
+	case c.Concurrency < 1, c.Producers < 1, c.K < 1, c.Reps < 1:
 		return fmt.Errorf("bench: concurrency, producers, lanes, k and reps must be at least 1")
 	case c.RunLength <= 0:
 		return fmt.Errorf("bench: run length must be positive")

@@ -52,11 +52,10 @@ type jobMeta struct {
 	done    atomic.Int32
 }
 
-func openEnv(ctx context.Context, db kv.Database, space tuple.Subspace, cfg Config, lanes int, tune func(*quick.Options)) (*env, error) {
-	e := &env{cfg: cfg, taskType: "bench", space: space, lanes: lanes,
+func openEnv(ctx context.Context, db kv.Database, space tuple.Subspace, cfg Config, tune func(*quick.Options)) (*env, error) {
+	e := &env{cfg: cfg, taskType: "bench", space: space,
 		enqDB: kv.WithCounters(db), claimDB: kv.WithCounters(db), ackDB: kv.WithCounters(db)}
 	opts := quick.Options{
-		Lanes:   lanes,
 		Backoff: func(int) time.Duration { return cfg.RetryDelay },
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -71,10 +70,6 @@ func openEnv(ctx context.Context, db kv.Database, space tuple.Subspace, cfg Conf
 		}
 	}
 	return e, nil
-}
-
-func (e *env) mirror() mirror {
-	return mirror{l: newLayout(e.space, e.lanes), taskType: e.taskType, lease: e.cfg.Lease}
 }
 
 func (e *env) violate(s string) {

@@ -77,7 +77,7 @@ func runOne(ctx context.Context, eng Engine, cfg Config, variant string, workers
 		return Result{}, err
 	}
 	defer closeDB()
-	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg), tuneOptions(st))
+	e, err := openEnv(ctx, db, space, cfg, tuneOptions(st))
 	if err != nil {
 		return Result{}, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -21,11 +20,8 @@ import (
 // The scale simulation of issue 11, on memkv with a fake clock:
 //
 //   - Idle: W workers and T tenants whose jobs all vest in an hour. An idle
-//     worker of the lanes layout beats its lanes.Tracker every
-//     HeartbeatPeriod (one range read of the whole membership) and claims
-//     over its lanes every MaxIdleSleep; one of the zones layout claims
-//     through the pointer index every MaxIdleSleep and keeps no membership:
-//     besides its claims it runs the bounded clock check of package worker
+//     worker claims through the pointer index every MaxIdleSleep and keeps
+//     no membership: besides its claims it runs the bounded clock check of package worker
 //     (worker/clockguard.go: every 5 heartbeat periods one snapshot range read
 //     of at most 64 sample slots and one blind Set), modelled here on keys
 //     of the simulation's own.
@@ -47,10 +43,9 @@ type ScaleIdleConfig struct {
 	// the others only through what they store); 0 runs them all.
 	Sample          int           `json:"sample"`
 	SimFor          time.Duration `json:"sim_for"`
-	HeartbeatPeriod time.Duration `json:"heartbeat_period"` // lanes.Options default
+	HeartbeatPeriod time.Duration `json:"heartbeat_period"` // worker.Config default
 	MaxIdleSleep    time.Duration `json:"max_idle_sleep"`   // worker.Config default
-	Lanes           int           `json:"lanes"`
-	Slots           int           `json:"slots"` // Max of each claim
+	Slots           int           `json:"slots"`            // Max of each claim
 }
 
 // IdleResult is one layout's idle cost, per worker per simulated second.
@@ -67,14 +62,16 @@ type IdleResult struct {
 // DefaultScaleIdle is issue 11's figure: 2,000 workers, 100,000 tenants.
 func DefaultScaleIdle() ScaleIdleConfig {
 	return ScaleIdleConfig{Workers: 2000, Tenants: 100_000, Sample: 200, SimFor: 10 * time.Second,
-		HeartbeatPeriod: time.Second, MaxIdleSleep: 5 * time.Second, Lanes: 16, Slots: 8}
+		HeartbeatPeriod: time.Second, MaxIdleSleep: 5 * time.Second, Slots: 8}
 }
 
 var simEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// ScaleIdle runs the idle simulation for one layout ("lanes" or "zones").
+// ScaleIdle runs the idle simulation. layout must be "zones", the one
+// layout (the field stays in the results, so that old and new figures
+// compare).
 func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResult, error) {
 	if c.Workers < 1 || c.Tenants < 0 || c.SimFor <= 0 || c.HeartbeatPeriod <= 0 || c.MaxIdleSleep <= 0 {
 		return IdleResult{}, fmt.Errorf("bench: scale idle: bad configuration %+v", c)
@@ -85,13 +82,9 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 	defer raw.Close()
 	space := tuple.FromTuple(tuple.Tuple{"scale"})
 	idle := kv.WithCounters(raw)
-	opts := quick.Options{Clock: clk, Logger: quietLogger(), Lanes: c.Lanes}
-	switch layout {
-	case "lanes":
-	case "zones":
-		opts.Layout = quick.LayoutZones
-	default:
-		return IdleResult{}, fmt.Errorf("bench: scale idle: layout %q (want lanes or zones)", layout)
+	opts := quick.Options{Clock: clk, Logger: quietLogger()}
+	if layout != "zones" {
+		return IdleResult{}, fmt.Errorf("bench: scale idle: layout %q (want zones)", layout)
 	}
 	qLoad, err := quick.Open(ctx, raw, space, opts)
 	if err != nil {
@@ -102,8 +95,8 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		return IdleResult{}, err
 	}
 	const taskType = "bench"
-	// Every tenant has one job, vesting in an hour: the index (zones) or
-	// the lanes hold T entries, none vested.
+	// Every tenant has one job, vesting in an hour: the index holds T
+	// entries, none vested.
 	for done := 0; done < c.Tenants; done += 1000 {
 		n := min(1000, c.Tenants-done)
 		jobs := make([]quick.NewJob, n)
@@ -120,7 +113,6 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 	}
 	type simWorker struct {
 		id        string
-		tr        *lanes.Tracker
 		nextBeat  time.Time
 		nextClaim time.Time
 	}
@@ -138,39 +130,15 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		})
 	}
 	ws := make([]*simWorker, sample)
-	var reg, regLoad *lanes.Registry
-	if layout == "lanes" {
-		regSpace := space.Sub("registry")
-		lopts := lanes.Options{Clock: clk, HeartbeatPeriod: c.HeartbeatPeriod, Logger: quietLogger()}
-		reg, regLoad = lanes.NewRegistry(idle, regSpace, lopts), lanes.NewRegistry(raw, regSpace, lopts)
-		// Every worker joins; only the sample is measured.
-		for i := range c.Workers {
-			id := fmt.Sprintf("worker-%05d", i)
-			r := regLoad
-			if i < sample {
-				r = reg
-			}
-			tr := lanes.NewTracker(r, taskType, id, q.Lanes())
-			if err := tr.Join(ctx); err != nil {
-				return IdleResult{}, fmt.Errorf("bench: scale idle: join: %w", err)
-			}
-			if i < sample {
-				ws[i] = &simWorker{id: id, tr: tr}
-			}
-		}
-	} else {
-		for i := range ws {
-			ws[i] = &simWorker{id: fmt.Sprintf("worker-%05d", i)}
-		}
+	for i := range ws {
+		ws[i] = &simWorker{id: fmt.Sprintf("worker-%05d", i)}
 	}
 	// Stagger the workers over a period, as independent processes are.
 	start := clk.Now()
-	beatEvery := c.HeartbeatPeriod
-	if layout == "zones" {
-		beatEvery = clockPeriods * c.HeartbeatPeriod
-		// Every worker has published its clock once before the window
-		// (as the lanes workers have joined): the slots are as full as
-		// they stay.
+	beatEvery := clockPeriods * c.HeartbeatPeriod
+	{
+		// Every worker has published its clock once before the window:
+		// the slots are as full as they stay.
 		err := raw.Transact(ctx, func(tr kv.Transaction) error {
 			for i := range min(c.Workers, clockSlots) {
 				tr.Set(slots.Pack(tuple.Tuple{int64(i)}), tuple.Tuple{clk.Now().UnixMilli(), fmt.Sprintf("worker-%05d", i)}.Pack())
@@ -185,11 +153,11 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		w.nextBeat = start.Add(beatEvery * time.Duration(i) / time.Duration(len(ws)))
 		w.nextClaim = start.Add(c.MaxIdleSleep * time.Duration(i) / time.Duration(len(ws)))
 	}
-	if layout == "zones" {
+	{
 		// A worker that has been idle a while: the queue has seen which
 		// priorities hold pointers (quick reads a priority it has not
 		// seen yet a little more the first time, once per process).
-		if _, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: "warm-up", Max: c.Slots}}); err != nil {
+		if _, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: taskType, Holder: "warm-up", Max: c.Slots}); err != nil {
 			return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
 		}
 	}
@@ -203,13 +171,7 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 		clk.Set(now)
 		for i, w := range ws {
 			if !now.Before(w.nextBeat) {
-				var err error
-				if w.tr != nil {
-					err = w.tr.Beat(ctx)
-				} else {
-					err = clockRound(w.id, i)
-				}
-				if err != nil {
+				if err := clockRound(w.id, i); err != nil {
 					return IdleResult{}, fmt.Errorf("bench: scale idle: beat: %w", err)
 				}
 				w.nextBeat = w.nextBeat.Add(beatEvery)
@@ -217,26 +179,14 @@ func ScaleIdle(ctx context.Context, c ScaleIdleConfig, layout string) (IdleResul
 			if now.Before(w.nextClaim) {
 				continue
 			}
-			var next time.Time
-			if w.tr != nil {
-				res, err := q.Claim(ctx, quick.ClaimOptions{TaskType: taskType, Holder: w.id, Lanes: w.tr.Lanes(), Max: c.Slots})
-				if err != nil {
-					return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
-				}
-				if len(res.Jobs) > 0 {
-					return IdleResult{}, fmt.Errorf("bench: scale idle: claimed a job that should not have vested")
-				}
-				next = res.NextVest
-			} else {
-				res, err := q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: w.id, Max: c.Slots}})
-				if err != nil {
-					return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
-				}
-				if len(res.Jobs) > 0 {
-					return IdleResult{}, fmt.Errorf("bench: scale idle: claimed a job that should not have vested")
-				}
-				next = res.NextVest
+			res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: taskType, Holder: w.id, Max: c.Slots})
+			if err != nil {
+				return IdleResult{}, fmt.Errorf("bench: scale idle: claim: %w", err)
 			}
+			if len(res.Jobs) > 0 {
+				return IdleResult{}, fmt.Errorf("bench: scale idle: claimed a job that should not have vested")
+			}
+			next := res.NextVest
 			// The worker sleeps until the next job vests, at most
 			// MaxIdleSleep (worker.Config).
 			d := c.MaxIdleSleep
@@ -259,12 +209,11 @@ type ScaleClaimsConfig struct {
 	PerTenant int           `json:"per_tenant"` // vested jobs per tenant
 	Max       int           `json:"max"`        // jobs per claim
 	RunFor    time.Duration `json:"run_for"`    // per worker count
-	Lanes     int           `json:"lanes"`
 	Seed      int64         `json:"seed"`
-	// Peeks are the ZoneClaimOptions.Peek values swept (zones only; 0 is
+	// Peeks are the ClaimOptions.Peek values swept (zones only; 0 is
 	// quick's default, 8).
 	Peeks []int `json:"peeks"`
-	// HeadPeeks are Peek values swept with ZoneClaimOptions.PeekHead: every
+	// HeadPeeks are Peek values swept with ClaimOptions.PeekHead: every
 	// claim reads the head of the pointer index, the choice before the
 	// random start, for comparison in the same run.
 	HeadPeeks []int `json:"head_peeks,omitempty"`
@@ -273,7 +222,7 @@ type ScaleClaimsConfig struct {
 // DefaultScaleClaims sweeps 1 to 2,000 claimers over 100,000 tenants.
 func DefaultScaleClaims() ScaleClaimsConfig {
 	return ScaleClaimsConfig{Workers: []int{1, 4, 16, 64, 256, 1024, 2000}, Tenants: 100_000, PerTenant: 1, Max: 8,
-		RunFor: 3 * time.Second, Lanes: 16, Seed: 1, Peeks: []int{0}}
+		RunFor: 3 * time.Second, Seed: 1, Peeks: []int{0}}
 }
 
 // ClaimsResult is one layout at one claimer count.
@@ -313,8 +262,8 @@ type ClaimsResult struct {
 // ScaleClaims runs the sweep for one layout: each claimer count on a
 // fresh engine loaded with the same backlog.
 func ScaleClaims(ctx context.Context, c ScaleClaimsConfig, layout string, log func(string, ...any)) ([]ClaimsResult, error) {
-	if layout != "zones" && layout != "lanes" {
-		return nil, fmt.Errorf("bench: scale claims: layout %q (want lanes or zones)", layout)
+	if layout != "zones" {
+		return nil, fmt.Errorf("bench: scale claims: layout %q (want zones)", layout)
 	}
 	type sweep struct {
 		peek int
@@ -324,12 +273,10 @@ func ScaleClaims(ctx context.Context, c ScaleClaimsConfig, layout string, log fu
 	for _, p := range c.Peeks {
 		sweeps = append(sweeps, sweep{p, false})
 	}
-	if layout == "zones" {
-		for _, p := range c.HeadPeeks {
-			sweeps = append(sweeps, sweep{p, true})
-		}
+	for _, p := range c.HeadPeeks {
+		sweeps = append(sweeps, sweep{p, true})
 	}
-	if layout == "lanes" || len(sweeps) == 0 {
+	if len(sweeps) == 0 {
 		sweeps = []sweep{{0, false}}
 	}
 	var out []ClaimsResult
@@ -352,10 +299,7 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	defer raw.Close()
 	space := tuple.FromTuple(tuple.Tuple{"scale"})
 	claimDB := kv.WithCounters(raw)
-	opts := quick.Options{Clock: clk, Logger: quietLogger(), Lanes: c.Lanes}
-	if layout == "zones" {
-		opts.Layout = quick.LayoutZones
-	}
+	opts := quick.Options{Clock: clk, Logger: quietLogger()}
 	var qs [2]*quick.Queue
 	for i, db := range []kv.Database{raw, claimDB} {
 		q, err := quick.Open(ctx, db, space, opts)
@@ -404,17 +348,6 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	}
 	var jobs, errs atomic.Int64
 	var firstErr atomic.Pointer[string]
-	// The lanes' assignment is computed before the clock starts, once for
-	// all (lanes.Owners, the inverse view of lanes.Assign): workers compute
-	// it in their heartbeats, not on the claim path.
-	assigned := map[string][]int{}
-	if layout == "lanes" {
-		for l := range qClaim.Lanes() {
-			for _, o := range lanes.Owners(l, qClaim.Lanes(), names, 1) {
-				assigned[o] = append(assigned[o], l)
-			}
-		}
-	}
 	runCtx, cancel := context.WithTimeout(ctx, c.RunFor)
 	defer cancel()
 	cpu0, cpuOK := processCPU()
@@ -422,25 +355,12 @@ func scaleClaimsOne(ctx context.Context, c ScaleClaimsConfig, layout string, w, 
 	rq0, rqOK := runQueueWait()
 	start := time.Now()
 	for _, name := range names {
-		mine := assigned[name]
-		if layout == "lanes" && len(mine) == 0 {
-			continue // more workers than lanes: this one idles
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for runCtx.Err() == nil {
-				var ls []quick.Lease
-				var err error
-				if layout == "lanes" {
-					var res quick.Claimed
-					res, err = qClaim.Claim(runCtx, quick.ClaimOptions{TaskType: taskType, Holder: name, Lanes: mine, Max: c.Max})
-					ls = res.Jobs
-				} else {
-					var res quick.ZoneClaimed
-					res, err = qClaim.ClaimZone(runCtx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max}, Peek: peek, PeekHead: head})
-					ls = res.Jobs
-				}
+				res, err := qClaim.Consumer().Claim(runCtx, quick.ClaimOptions{TaskType: taskType, Holder: name, Max: c.Max, Peek: peek, PeekHead: head})
+				ls := res.Jobs
 				if err == nil && len(ls) > 0 {
 					acks := make([]quick.Ack, len(ls))
 					for i, l := range ls {

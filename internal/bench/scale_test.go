@@ -3,16 +3,12 @@ package bench
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/quickfdb/quickfdb/lanes"
 )
 
 // The idle simulation runs on a fake clock, so its counts are exact: a
-// lanes worker reads the whole membership every beat (2 keys a member), a
-// zones worker reads the same whatever the number of workers and tenants.
+// worker reads the same whatever the number of workers and tenants.
 func TestScaleIdleCounts(t *testing.T) {
 	ctx := context.Background()
 	run := func(layout string, workers, tenants int) IdleResult {
@@ -24,14 +20,6 @@ func TestScaleIdleCounts(t *testing.T) {
 			t.Fatalf("%s/%d/%d: %v", layout, workers, tenants, err)
 		}
 		return r
-	}
-	small, big := run("lanes", 4, 10), run("lanes", 40, 10)
-	// A beat a second: 2 keys per member, and the claims read a few more.
-	if small.PerWorkerSec.KeysRead < 8 || big.PerWorkerSec.KeysRead < 80 {
-		t.Errorf("lanes keys read/s: %v at 4 workers, %v at 40: want at least 2 per member", small.PerWorkerSec.KeysRead, big.PerWorkerSec.KeysRead)
-	}
-	if big.PerWorkerSec.Commits != 1 {
-		t.Errorf("lanes commits/s = %v, want one beat a second", big.PerWorkerSec.Commits)
 	}
 	// Past the 64 clock slots, a zones worker's reads do not grow with the
 	// workers or the tenants.
@@ -51,23 +39,6 @@ func TestScaleIdleCounts(t *testing.T) {
 	}
 }
 
-// The lanes sweep assigns lanes with lanes.Owners, once; it must give each
-// worker what lanes.Assign gives it.
-func TestOwnersInvertAssign(t *testing.T) {
-	names := []string{"a", "b", "c", "d", "e"}
-	got := map[string][]int{}
-	for l := range 16 {
-		for _, o := range lanes.Owners(l, 16, names, 1) {
-			got[o] = append(got[o], l)
-		}
-	}
-	for _, n := range names {
-		if want := lanes.Assign(16, names, n, 1); !slices.Equal(got[n], want) {
-			t.Errorf("%s: Owners gives %v, Assign %v", n, got[n], want)
-		}
-	}
-}
-
 // The claims sweep and the tenants run complete without errors or
 // invariant violations on tiny inputs; nothing about speed is asserted.
 func TestScaleClaimsAndTenantsRun(t *testing.T) {
@@ -75,8 +46,8 @@ func TestScaleClaimsAndTenantsRun(t *testing.T) {
 		t.Skip("a few seconds of real time")
 	}
 	ctx := context.Background()
-	for _, layout := range []string{"lanes", "zones"} {
-		c := ScaleClaimsConfig{Workers: []int{3}, Tenants: 40, PerTenant: 2, Max: 4, RunFor: 300 * time.Millisecond, Lanes: 4, Seed: 1}
+	for _, layout := range []string{"zones"} {
+		c := ScaleClaimsConfig{Workers: []int{3}, Tenants: 40, PerTenant: 2, Max: 4, RunFor: 300 * time.Millisecond, Seed: 1}
 		rs, err := ScaleClaims(ctx, c, layout, t.Logf)
 		if err != nil {
 			t.Fatalf("%s: %v", layout, err)
@@ -86,7 +57,7 @@ func TestScaleClaimsAndTenantsRun(t *testing.T) {
 		}
 	}
 	tc := DefaultTenants()
-	tc.Variants = []string{"lanes", "zones"}
+	tc.Variants = []string{"zones", "zones-16"}
 	tc.Workers, tc.Backlog, tc.Small, tc.SmallBatch, tc.Warmup, tc.Wait = 2, 200, 10, 5, 100*time.Millisecond, 10*time.Second
 	tc.Duration = Dist{Kind: "fixed", Mean: time.Millisecond}
 	rs, err := Tenants(ctx, MemEngine(1), tc, t.Logf)

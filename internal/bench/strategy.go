@@ -12,8 +12,7 @@ import (
 type job struct {
 	id      quick.ID
 	attempt int
-	lease   quick.Lease // lanes
-	ml      mirrorLease // mirror strategies
+	lease   quick.Lease
 }
 
 // ackReq ends one run of a job: completed, or failed and to run again.
@@ -25,8 +24,6 @@ type ackReq struct {
 // strategy is one variant: how its queue is laid out and how its workers
 // claim and acknowledge.
 type strategy interface {
-	// queueLanes is the lane count the variant's queue is opened with.
-	queueLanes(cfg Config) int
 	// perSlot says each handler slot claims one job at a time, as the
 	// recipe's consumer loop does; otherwise one claim fills every free slot.
 	perSlot() bool
@@ -36,8 +33,7 @@ type strategy interface {
 	newClaimer(e *env, id string, members []string) claimer
 }
 
-// optionsStrategy is a strategy whose queue needs options of its own (the
-// zones layout) besides the lane count.
+// optionsStrategy is a strategy whose queue needs options of its own.
 type optionsStrategy interface {
 	queueOptions(o *quick.Options)
 }
@@ -61,14 +57,6 @@ type claimer interface {
 
 func strategyFor(name string) (strategy, error) {
 	switch name {
-	case "fdb-recipe-delete":
-		return recipe{deleteOnDequeue: true}, nil
-	case "fdb-recipe-lease":
-		return recipe{}, nil
-	case "quick-random-k":
-		return randomK{}, nil
-	case "lanes":
-		return lanesStrategy{}, nil
 	case "zones":
 		return zonesStrategy{}, nil
 	case "zones-16":

@@ -13,8 +13,8 @@ import (
 func (r Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "engine: %s\nmachine: %s\n", r.Engine, r.Machine)
 	c := r.Config
-	fmt.Fprintf(w, "workload: concurrency %d/worker, durations %s, payload %d B, delayed %.0f%% (<= %v), failing %.0f%%, backlog %d, rate %.0f/s, %d producers, %d lanes, K=%d, run %v, seed %d\n",
-		c.Concurrency, c.Duration, c.Payload, 100*c.DelayShare, c.MaxDelay, 100*c.FailShare, c.Backlog, c.Rate, c.Producers, c.Lanes, c.K, c.RunLength, c.Seed)
+	fmt.Fprintf(w, "workload: concurrency %d/worker, durations %s, payload %d B, delayed %.0f%% (<= %v), failing %.0f%%, backlog %d, rate %.0f/s, %d producers, run %v, seed %d\n",
+		c.Concurrency, c.Duration, c.Payload, 100*c.DelayShare, c.MaxDelay, 100*c.FailShare, c.Backlog, c.Rate, c.Producers, c.RunLength, c.Seed)
 	fmt.Fprintln(w, "wall times are on the engine above; kv figures are per completed job (enqueue + claim + ack)")
 	if c.Reps > 1 {
 		fmt.Fprintf(w, "each cell ran %d times, interleaved: jobs/s and confl/claim are median (min-max); the other columns are medians\n", c.Reps)
@@ -77,13 +77,8 @@ func (r Report) writeRatios(w io.Writer) {
 	type pair struct{ num, den string }
 	var pairs []pair
 	for _, v := range r.Config.Variants {
-		if v != "lanes" && !strings.HasPrefix(v, "zones") {
-			pairs = append(pairs, pair{"lanes", v})
-		}
-	}
-	for _, v := range r.Config.Variants {
-		if strings.HasPrefix(v, "zones") && slices.Contains(r.Config.Variants, "lanes") {
-			pairs = append(pairs, pair{v, "lanes"})
+		if v != "zones" && slices.Contains(r.Config.Variants, "zones") {
+			pairs = append(pairs, pair{v, "zones"})
 		}
 	}
 	fmt.Fprintln(w, "\n== throughput ratios (median of one over median of the other; range over the repetitions' pairings) ==")

@@ -25,7 +25,6 @@ type TenantsConfig struct {
 	Payload     int           `json:"payload"`     // bytes
 	Warmup      time.Duration `json:"warmup"`      // workers run the backlog this long before the small jobs come
 	Wait        time.Duration `json:"wait"`        // the longest the run waits for the small jobs to start
-	Lanes       int           `json:"lanes"`       // lanes of the lanes variant's queue
 	Loaders     int           `json:"loaders"`     // goroutines enqueueing the backlog
 	Seed        uint64        `json:"seed"`
 	Poll        time.Duration `json:"poll"`
@@ -36,10 +35,10 @@ type TenantsConfig struct {
 // tenants with one job each, 16 workers.
 func DefaultTenants() TenantsConfig {
 	return TenantsConfig{
-		Variants: []string{"lanes", "zones"}, Workers: 16, Concurrency: 8,
+		Variants: []string{"zones", "zones-16"}, Workers: 16, Concurrency: 8,
 		Backlog: 1_000_000, Small: 1000, SmallBatch: 100,
 		Duration: Dist{Kind: "exponential", Mean: 20 * time.Millisecond}, Payload: 100,
-		Warmup: time.Second, Wait: 30 * time.Second, Lanes: 16, Loaders: 4, Seed: 1,
+		Warmup: time.Second, Wait: 30 * time.Second, Loaders: 4, Seed: 1,
 		Poll: 10 * time.Millisecond, Lease: 30 * time.Second,
 	}
 }
@@ -70,7 +69,7 @@ func (c TenantsConfig) validate() error {
 			return err
 		}
 	}
-	if c.Workers < 1 || c.Concurrency < 1 || c.Backlog < 0 || c.Small < 1 || c.SmallBatch < 1 || c.Lanes < 1 || c.Loaders < 1 || c.Wait <= 0 {
+	if c.Workers < 1 || c.Concurrency < 1 || c.Backlog < 0 || c.Small < 1 || c.SmallBatch < 1 || c.Loaders < 1 || c.Wait <= 0 {
 		return fmt.Errorf("bench: tenants: workers, concurrency, small, small batch, lanes, loaders and wait must be positive")
 	}
 	return nil
@@ -79,7 +78,7 @@ func (c TenantsConfig) validate() error {
 // benchConfig is the Config the shared env and worker loop read.
 func (c TenantsConfig) benchConfig() Config {
 	cfg := Full()
-	cfg.Concurrency, cfg.Lanes, cfg.Duration, cfg.Payload = c.Concurrency, c.Lanes, c.Duration, c.Payload
+	cfg.Concurrency, cfg.Duration, cfg.Payload = c.Concurrency, c.Duration, c.Payload
 	cfg.DelayShare, cfg.FailShare, cfg.Seed, cfg.Poll, cfg.Lease = 0, 0, c.Seed, c.Poll, c.Lease
 	return cfg
 }
@@ -111,7 +110,7 @@ func tenantsOne(ctx context.Context, eng Engine, c TenantsConfig, variant string
 	}
 	defer closeDB()
 	cfg := c.benchConfig()
-	e, err := openEnv(ctx, db, space, cfg, st.queueLanes(cfg), tuneOptions(st))
+	e, err := openEnv(ctx, db, space, cfg, tuneOptions(st))
 	if err != nil {
 		return TenantsResult{}, err
 	}

@@ -35,7 +35,7 @@ type inproc struct {
 	progress map[string]*Progress
 }
 
-func newInproc(t *testing.T) *inproc { return newInprocWith(t, LayoutLanes) }
+func newInproc(t *testing.T) *inproc { return newInprocWith(t, LayoutZones) }
 
 // newInprocWith opens the queue with QueueOptions(layout), as the
 // scenarios' processes do.

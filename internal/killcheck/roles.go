@@ -28,10 +28,7 @@ const Lanes = 4
 type Layout string
 
 const (
-	// LayoutLanes is schema 1 (quick.LayoutLanes), per-job leases.
-	LayoutLanes Layout = "lanes"
-	// LayoutZones is the two-level layout (quick.LayoutZones), per-job
-	// leases.
+	// LayoutZones is the queue's one layout, with per-job leases.
 	LayoutZones Layout = "zones"
 	// LayoutShort is the zones layout with TaskType in short-job mode.
 	LayoutShort Layout = "short"
@@ -40,25 +37,20 @@ const (
 // ParseLayout checks a -layout flag's value.
 func ParseLayout(s string) (Layout, error) {
 	switch l := Layout(s); l {
-	case LayoutLanes, LayoutZones, LayoutShort:
+	case LayoutZones, LayoutShort:
 		return l, nil
 	}
-	return "", fmt.Errorf("killcheck: unknown layout %q (want lanes, zones or short)", s)
+	return "", fmt.Errorf("killcheck: unknown layout %q (want zones or short)", s)
 }
 
 // QueueOptions are the options every process of a run opens the queue
-// with: the lanes layout, or the zones layout with TaskType Trackable (so
-// that the checker's Get finds a job still queued), in short-job mode for
-// LayoutShort (TaskTypeOptions.ShortJobs).
+// with: Lanes lanes per zone, TaskType in short-job mode for LayoutShort
+// (TaskTypeOptions.ShortJobs). TaskType keeps its lookup index (the
+// default), so that the checker's Get finds a job still queued.
 func QueueOptions(l Layout) quick.Options {
-	o := quick.Options{Lanes: Lanes}
-	switch l {
-	case LayoutZones:
-		o.Layout = quick.LayoutZones
-		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {Trackable: true}}
-	case LayoutShort:
-		o.Layout = quick.LayoutZones
-		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {ShortJobs: true, Trackable: true}}
+	o := quick.Options{ZoneLanes: Lanes, MaxZoneLanes: Lanes}
+	if l == LayoutShort {
+		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {ShortJobs: true}}
 	}
 	return o
 }
@@ -87,7 +79,7 @@ func openRole(ctx context.Context, name string, args []string, stderr io.Writer,
 	fs.SetOutput(stderr)
 	f := &workermain.Flags{}
 	f.Register(fs)
-	layout := fs.String("queue-layout", string(LayoutLanes), "the queue's layout: lanes, zones, or short (zones with the task type in short-job mode; QueueOptions)")
+	layout := fs.String("queue-layout", string(LayoutZones), "the queue's mode: zones (per-job leases), or short (the task type in short-job mode; QueueOptions)")
 	if add != nil {
 		add(fs)
 	}

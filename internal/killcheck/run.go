@@ -54,10 +54,7 @@ type Config struct {
 	LogDir string
 	// ShortBatch adds the short-batch scenario to Scenarios.
 	ShortBatch bool
-	// Layout is the queue layout of worker-kill and server-restart
-	// (LayoutLanes when empty); short-batch always runs LayoutShort.
-	Layout Layout
-	Out    io.Writer
+	Out        io.Writer
 }
 
 // RunMain is the run role: parse flags, run the scenarios, print the
@@ -79,7 +76,6 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "bound on one scenario")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the runs' data and the started server's directory")
 	fs.StringVar(&c.LogDir, "log-dir", "", "directory for the child processes' logs (default a new temporary directory)")
-	layout := fs.String("layout", string(LayoutLanes), "queue layout of worker-kill and server-restart: lanes (schema 1) or zones (the two-level layout, per-job leases); short-batch always runs zones in short-job mode")
 	fs.BoolVar(&c.ShortBatch, "short-batch", false, "also run short-batch: kill a worker with SIGKILL mid-batch in short-job mode (same as adding short-batch to -scenario)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,14 +84,6 @@ func RunMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.Scenarios = strings.Split(scen, ",")
-	l, err := ParseLayout(*layout)
-	if err != nil {
-		return err
-	}
-	if l == LayoutShort {
-		return errors.New("killcheck: -layout short: use -scenario short-batch (or -short-batch) for short-job mode")
-	}
-	c.Layout = l
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -192,7 +180,7 @@ type env struct {
 // configured subspace.
 func (s *scenario) open(ctx context.Context, cluster string, layout Layout) (*env, error) {
 	if layout == "" {
-		layout = LayoutLanes
+		layout = LayoutZones
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -32,7 +32,7 @@ func (s *scenario) serverRestart(ctx context.Context) (err error) {
 	}
 	s.printf("fdbserver (pid %d) on %s: configure new single ssd done; data in %s", srv.p.pid(), srv.args[1], srv.dir)
 
-	e, err := s.open(ctx, srv.clusterFile, s.Layout)
+	e, err := s.open(ctx, srv.clusterFile, LayoutZones)
 	defer s.close(e)
 	if err != nil {
 		return err

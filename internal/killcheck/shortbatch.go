@@ -68,7 +68,7 @@ func (s *scenario) shortBatch(ctx context.Context) (err error) {
 		return err
 	}
 	s.printf("workers w1 (pid %d) and w2 (pid %d) running in short-job mode (zones layout), %d slots each, pointer lease %v",
-		w1.pid(), w2.pid(), ShortBatchSlots, e.q.Options().PointerLease)
+		w1.pid(), w2.pid(), ShortBatchSlots, e.q.Options().LaneLeaseTime)
 	jobs := s.Jobs
 	s.Jobs = min(s.Jobs, ShortBatchJobs)
 	ids, err := s.produce(ctx, e, 0)

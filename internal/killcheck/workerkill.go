@@ -48,7 +48,7 @@ func (s *scenario) workerKill(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { stopServer(err != nil) }()
-	e, err := s.open(ctx, cluster, s.Layout)
+	e, err := s.open(ctx, cluster, LayoutZones)
 	defer s.close(e)
 	if err != nil {
 		return err

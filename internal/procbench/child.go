@@ -23,7 +23,6 @@ type WorkerArgs struct {
 	Subspace    string
 	ID          string
 	Layout      string
-	Lanes       int
 	ZoneLanes   int
 	Concurrency int
 	NoOp        bool
@@ -36,7 +35,7 @@ type WorkerArgs struct {
 func (c Config) workerArgs(id string) WorkerArgs {
 	return WorkerArgs{
 		ClusterFile: c.ClusterFile, Subspace: c.Subspace, ID: id, Layout: c.Layout,
-		Lanes: c.Lanes, ZoneLanes: c.ZoneLanes, Concurrency: c.Concurrency, NoOp: c.NoOp,
+		ZoneLanes: c.ZoneLanes, Concurrency: c.Concurrency, NoOp: c.NoOp,
 		Complete: c.Complete, ReportEvery: c.ReportEvery, LogLevel: "warn",
 	}
 }
@@ -45,8 +44,7 @@ func (a *WorkerArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.ClusterFile, "cluster-file", "", "FoundationDB cluster file")
 	fs.StringVar(&a.Subspace, "subspace", "", "the run's subspace (workermain -subspace syntax)")
 	fs.StringVar(&a.ID, "id", "", "worker ID")
-	fs.StringVar(&a.Layout, "layout", "zones", "lanes or zones")
-	fs.IntVar(&a.Lanes, "lanes", 16, "lanes of the lanes layout")
+	fs.StringVar(&a.Layout, "layout", "zones", "zones (the one layout)")
 	fs.IntVar(&a.ZoneLanes, "zone-lanes", 0, "lanes of a new zone (0: quick's default)")
 	fs.IntVar(&a.Concurrency, "concurrency", 8, "handler slots")
 	fs.BoolVar(&a.NoOp, "noop", false, "handlers return at once instead of sleeping the job's duration")
@@ -59,7 +57,7 @@ func (a *WorkerArgs) register(fs *flag.FlagSet) {
 func (a WorkerArgs) Flags() []string {
 	f := []string{
 		"-cluster-file", a.ClusterFile, "-subspace", a.Subspace, "-id", a.ID, "-layout", a.Layout,
-		"-lanes", strconv.Itoa(a.Lanes), "-zone-lanes", strconv.Itoa(a.ZoneLanes),
+		"-zone-lanes", strconv.Itoa(a.ZoneLanes),
 		"-concurrency", strconv.Itoa(a.Concurrency), "-complete", a.Complete,
 		"-report-every", a.ReportEvery.String(), "-log-level", a.LogLevel,
 	}
@@ -110,7 +108,7 @@ func RunWorker(ctx context.Context, a WorkerArgs, db kv.Database, out io.Writer,
 		return err
 	}
 	qs, counter := spaces(root)
-	opts, err := queueOptions(a.Layout, a.Lanes, a.ZoneLanes)
+	opts, err := queueOptions(a.Layout, a.ZoneLanes)
 	if err != nil {
 		return err
 	}

@@ -26,10 +26,11 @@ type Config struct {
 	Subspace string
 	Procs    []int
 	Jobs     int
-	Layout   string // lanes or zones
-	// Lanes is the lanes layout's lane count; ZoneLanes a new zone's (0:
-	// quick's default, one lane that grows under backlog).
-	Lanes       int
+	// Layout is "zones", the one layout (kept in the rows, so that they
+	// compare with those of builds that had two).
+	Layout string
+	// ZoneLanes is a new zone's lane count (0: quick's default, one lane
+	// that grows under backlog).
 	ZoneLanes   int
 	Concurrency int // handler slots per worker process
 	Duration    bench.Dist
@@ -40,8 +41,7 @@ type Config struct {
 	FillBatch int
 	Seed      uint64
 	// Settle is how long the children stay paused after the last is up:
-	// the lanes membership needs two heartbeats (1 s each) to converge,
-	// the zones layout's clock check one round.
+	// the worker's clock check needs one round.
 	Settle time.Duration
 	// Poll is how often the parent reads the counter key.
 	Poll time.Duration
@@ -60,7 +60,6 @@ func Defaults() Config {
 		Procs:       []int{1, 4, 16},
 		Jobs:        20000,
 		Layout:      "zones",
-		Lanes:       16,
 		Concurrency: 8,
 		Duration:    bench.Dist{Kind: "exponential", Mean: 20 * time.Millisecond},
 		Payload:     100,
@@ -97,8 +96,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Jobs < 1:
 		errs = append(errs, errors.New("jobs must be at least 1"))
-	case c.Concurrency < 1, c.Lanes < 1, c.FillBatch < 1:
-		errs = append(errs, errors.New("concurrency, lanes and fill batch must be at least 1"))
+	case c.Concurrency < 1, c.FillBatch < 1:
+		errs = append(errs, errors.New("concurrency and fill batch must be at least 1"))
 	case c.ZoneLanes < 0:
 		errs = append(errs, errors.New("negative zone lanes"))
 	case c.Payload < durationBytes || c.Payload > 90_000:
@@ -112,11 +111,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func parseLayout(s string) (quick.Layout, error) {
-	if s == "" {
-		return 0, errors.New("layout: want lanes or zones")
+func parseLayout(s string) (string, error) {
+	if s != "zones" {
+		return "", fmt.Errorf("layout %q: want zones (the lanes layout was removed)", s)
 	}
-	return workermain.ParseLayout(s, quick.LayoutLanes)
+	return s, nil
 }
 
 // spaces are a run's subspaces: the queue's, and the counter key beside it
@@ -128,13 +127,12 @@ func spaces(root tuple.Subspace) (queue tuple.Subspace, counter []byte) {
 // queueOptions are the options the parent and every child open the queue
 // with: they must agree, since the layout decides where jobs go and how
 // they are found.
-func queueOptions(layout string, lanes, zoneLanes int) (quick.Options, error) {
-	l, err := parseLayout(layout)
-	if err != nil {
+func queueOptions(layout string, zoneLanes int) (quick.Options, error) {
+	if _, err := parseLayout(layout); err != nil {
 		return quick.Options{}, err
 	}
-	o := quick.Options{Layout: l, Lanes: lanes}
-	if l == quick.LayoutZones && zoneLanes > 0 {
+	o := quick.Options{}
+	if zoneLanes > 0 {
 		o.ZoneLanes = zoneLanes
 		o.MaxZoneLanes = max(zoneLanes, o.MaxZoneLanes)
 	}

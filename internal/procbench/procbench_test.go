@@ -77,7 +77,7 @@ func testConfig(layout, complete string) Config {
 func TestDrainInProcess(t *testing.T) {
 	db := memkv.Open(memkv.Options{})
 	defer db.Close()
-	for _, layout := range []string{"lanes", "zones"} {
+	for _, layout := range []string{"zones"} {
 		for _, complete := range []string{CompleteWith, CompleteAck} {
 			t.Run(layout+"/"+complete, func(t *testing.T) {
 				cfg := testConfig(layout, complete)

@@ -69,7 +69,7 @@ func (d *drain) run(ctx context.Context, ps [][]byte) (row Row, err error) {
 	}
 	qs, counter := spaces(d.root)
 	d.counter = counter
-	opts, err := queueOptions(d.cfg.Layout, d.cfg.Lanes, d.cfg.ZoneLanes)
+	opts, err := queueOptions(d.cfg.Layout, d.cfg.ZoneLanes)
 	if err != nil {
 		return Row{}, err
 	}
@@ -275,16 +275,9 @@ func checkEmpty(ctx context.Context, q *quick.Queue, layout string) error {
 	return nil
 }
 
-// jobsLeft tells whether the queue lists a job of the task type, in the
-// lanes or (zones layout) in the zone: one short listing each.
-func jobsLeft(ctx context.Context, q *quick.Queue, layout string) (bool, error) {
-	page, err := q.List(ctx, quick.ListOptions{TaskType: TaskType, Limit: 1})
-	if err != nil {
-		return false, fmt.Errorf("list the queue: %w", err)
-	}
-	if len(page.Jobs) > 0 || layout != "zones" {
-		return len(page.Jobs) > 0, nil
-	}
+// jobsLeft tells whether the queue lists a job of the task type in its
+// zone (the jobs have no tenant): one short listing.
+func jobsLeft(ctx context.Context, q *quick.Queue, _ string) (bool, error) {
 	zp, err := q.ZoneJobs(ctx, quick.ZoneJobsOptions{TaskType: TaskType, Limit: 1})
 	if err != nil {
 		return false, fmt.Errorf("list the zone: %w", err)

@@ -64,13 +64,7 @@ type Config struct {
 	FarSkew time.Duration `json:"far_skew"`
 	Seed    uint64        `json:"seed"`
 
-	// The zones layout (zones.go). Layout is "lanes" (schema 1, the
-	// default), "zones" (schema 2: a zone per tenant and task type, the
-	// pointer index) or "migrate": producers and workers start on schema 1
-	// and switch to zones at MigrateAt of the chaos phase, with a backlog of
-	// jobs in every state left behind in schema 1.
-	Layout string `json:"layout,omitempty"`
-	// Tenants is how many item spaces the work jobs are spread over besides
+	// Tenants, zones and lanes (zones.go). Tenants is how many item spaces the work jobs are spread over besides
 	// the empty one; HotShare of all work jobs go to the hot tenant, the
 	// rest uniformly. Every OwnSpaceEvery-th tenant keeps its zones in a
 	// subspace of its own (Options.ZoneSpace), outside the queue's.
@@ -84,14 +78,11 @@ type Config struct {
 	// zone (the hot one half the time), to a lane count in [1, MaxLanes].
 	ResizeEvery time.Duration `json:"resize_every,omitempty"`
 	MaxLanes    int           `json:"max_lanes,omitempty"`
-	// PointerLease is the lane lease (Options.PointerLease).
-	PointerLease time.Duration `json:"pointer_lease,omitempty"`
+	// LaneLease is the lane lease (quick.Options.LaneLeaseTime).
+	LaneLease time.Duration `json:"lane_lease,omitempty"`
 	// AutoIdemProducers is how many producers enqueue with
 	// Options.AutomaticIdempotency (the kv option where the engine has it).
 	AutoIdemProducers int `json:"auto_idem_producers,omitempty"`
-	// MigrateAt is the share of the chaos phase run on schema 1 in the
-	// migrate layout.
-	MigrateAt float64 `json:"migrate_at,omitempty"`
 	// Shares of the job kinds the zones configurations add: jobs that
 	// checkpoint and fail on their first run (KindCheckpoint), jobs that
 	// are dead-lettered and requeued (KindRequeue), jobs that run for
@@ -130,54 +121,31 @@ func Short() Config {
 	return c
 }
 
-// Zones is the full soak on the zones layout: 40 tenants with one hot, a
+// Zones is the full soak with tenants: 40 tenants with one hot, a
 // third of them in subspaces of their own, lanes resized while workers
 // run, a short-job task type beside the per-job one, and one of the two
 // producers on automatic idempotency.
 func Zones() Config {
 	c := Default()
-	c.Layout = LayoutZones
 	c.Tenants, c.HotShare, c.OwnSpaceEvery = 40, 0.4, 3
 	c.ShortShare = 0.3
 	c.ResizeEvery, c.MaxLanes = 700*time.Millisecond, 8
-	c.PointerLease = 4 * time.Second
+	c.LaneLease = 4 * time.Second
 	c.AutoIdemProducers = 1
 	c.CheckpointShare, c.RequeueShare = 0.02, 0.02
 	c.SlowShare, c.SlowFor = 0.01, 5*time.Second
 	c.DelayedShare, c.DelayMax = 0.05, 3*time.Second
 	c.Backoff = 500 * time.Millisecond
-	c.MigrateAt = 0.45
 	return c
 }
 
-// ShortZones is the CI soak on the zones layout, about 25 s.
+// ShortZones is the CI soak with tenants, about 25 s.
 func ShortZones() Config {
 	c := Zones()
 	c.Duration = 22 * time.Second
 	c.Rate = 50
 	return c
 }
-
-// Migrate is the full migration soak: Zones, started on schema 1.
-func Migrate() Config {
-	c := Zones()
-	c.Layout = LayoutMigrate
-	return c
-}
-
-// ShortMigrate is the CI migration soak, about 25 s.
-func ShortMigrate() Config {
-	c := ShortZones()
-	c.Layout = LayoutMigrate
-	return c
-}
-
-// The layouts a soak runs.
-const (
-	LayoutLanes   = "lanes"
-	LayoutZones   = "zones"
-	LayoutMigrate = "migrate"
-)
 
 // Validate rejects configurations that cannot run.
 func (c Config) Validate() error {
@@ -196,32 +164,20 @@ func (c Config) Validate() error {
 		return fmt.Errorf("soak: negative far skew %v", c.FarSkew)
 	case c.PoisonAttempts < 1:
 		return fmt.Errorf("soak: poison attempts must be at least 1")
-	case c.Layout != "" && c.Layout != LayoutLanes && c.Layout != LayoutZones && c.Layout != LayoutMigrate:
-		return fmt.Errorf("soak: layout %q is not lanes, zones or migrate", c.Layout)
 	case c.Tenants < 0 || c.HotShare < 0 || c.HotShare > 1 || c.OwnSpaceEvery < 0:
 		return fmt.Errorf("soak: tenants %d, hot share %v, own space every %d: want non-negative, share at most 1", c.Tenants, c.HotShare, c.OwnSpaceEvery)
 	case c.ResizeEvery > 0 && (c.MaxLanes < 1 || c.MaxLanes > 64):
 		return fmt.Errorf("soak: max lanes %d is outside [1, 64]", c.MaxLanes)
-	case c.PointerLease != 0 && (c.PointerLease < time.Second || c.PointerLease > time.Minute):
-		return fmt.Errorf("soak: pointer lease %v is outside quick's [1s, 1m]", c.PointerLease)
-	case c.zones() && c.Skew > c.pointerLease()/4:
-		return fmt.Errorf("soak: skew %v must be within a quarter of the lane lease %v: workers whose clocks are further apart take each other's live lanes over", c.Skew, c.pointerLease())
-	case c.Layout == LayoutMigrate && (c.MigrateAt <= 0 || c.MigrateAt >= 1):
-		return fmt.Errorf("soak: migrate at %v: want a share of the chaos phase in (0, 1)", c.MigrateAt)
+	case c.LaneLease != 0 && (c.LaneLease < time.Second || c.LaneLease > time.Minute):
+		return fmt.Errorf("soak: lane lease %v is outside quick's [1s, 1m]", c.LaneLease)
+	case c.Skew > c.laneLease()/4:
+		return fmt.Errorf("soak: skew %v must be within a quarter of the lane lease %v: workers whose clocks are further apart take each other's live lanes over", c.Skew, c.laneLease())
 	case c.SlowShare > 0 && (c.SlowFor <= 0 || c.SlowFor >= c.Lease):
 		return fmt.Errorf("soak: slow jobs of %v: want a positive duration under the lease %v", c.SlowFor, c.Lease)
 	case c.DelayedShare > 0 && (c.DelayMax <= 0 || c.DelayMax > c.chaos()):
 		return fmt.Errorf("soak: delayed jobs of up to %v: want a positive delay within the chaos phase %v", c.DelayMax, c.chaos())
 	}
 	return nil
-}
-
-// layout names the run's layout ("lanes" when unset).
-func (c Config) layout() string {
-	if c.Layout == "" {
-		return LayoutLanes
-	}
-	return c.Layout
 }
 
 // ownSpaces counts the tenants whose zones are in subspaces of their own.
@@ -238,16 +194,13 @@ func (c Config) ownSpaces() int {
 	return n
 }
 
-// pointerLease is the lane lease (quick's default when unset).
-func (c Config) pointerLease() time.Duration {
-	if c.PointerLease > 0 {
-		return c.PointerLease
+// laneLease is the lane lease (quick's default when unset).
+func (c Config) laneLease() time.Duration {
+	if c.LaneLease > 0 {
+		return c.LaneLease
 	}
 	return 5 * time.Second
 }
-
-// zones says whether the run uses the zones layout at all.
-func (c Config) zones() bool { return c.Layout == LayoutZones || c.Layout == LayoutMigrate }
 
 // backoff is the retry delay of failed jobs.
 func (c Config) backoff() time.Duration {

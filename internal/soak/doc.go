@@ -36,21 +36,20 @@
 // showed a chain with no pending occurrence and a queued occurrence that
 // was no chain's next.
 //
-// Config.Layout "zones" runs the same chaos on the zones layout (schema 2,
-// zones.go): work jobs over many tenants with one hot and a third of them
+// The default Config runs the no-tenant case (one zone per task type);
+// Zones runs the same chaos with tenants (zones.go): work jobs over many
+// tenants with one hot and a third of them
 // in subspaces of their own (Options.ZoneSpace), a second work type in
 // short-job mode (TaskTypeOptions.ShortJobs), SetZoneLanes up and down at
 // random while workers run, lane leases lapsing as workers are killed or
 // frozen, a producer on automatic idempotency where the engine has it,
 // and jobs that checkpoint and fail, run longer than a lane lease, are
-// delayed, or are dead-lettered and requeued. "migrate" starts it on
-// schema 1 and switches producers and workers to zones mid-run, leaving a
-// backlog in schema 1 in every state. The checker then also finds a job
+// delayed, or are dead-lettered and requeued. The checker also finds a job
 // stored twice (queued twice, or queued and dead), claimed twice at one
 // attempt, completed by a run that was not its last claim (token, worker
 // and attempt: a short-job hand-out keeps the job's token), and lookup
-// index entries left behind; it reads what is queued from the keys of
-// both layouts, not through List.
+// index entries left behind; it reads what is queued from the zones' keys,
+// not through List.
 //
 // Config.FarSkew runs the first worker far ahead of real time (5 s by
 // default): the worker runtime's time reference must have it stand by once

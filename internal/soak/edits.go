@@ -35,8 +35,7 @@ func (h *harness) editCron(ctx context.Context, chains []cron.Schedule) {
 	if h.cfg.CronSpec == altSpec {
 		altSpec = "@every 1s"
 	}
-	// The queue handle of the layout of the moment: an edit enqueues the
-	// chain's next occurrence.
+	// An edit enqueues the chain's next occurrence.
 	var q *quick.Queue
 	run := func(f func(context.Context) error) {
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -158,10 +158,5 @@ func (h *harness) record(tr kv.Transaction, id quick.ID, token uint64, c complet
 	tr.Set(h.histKey(id, token, nonce[:]), v)
 }
 
-// isShort says whether a lease is a short-job hand-out (quick.Lease.Short
-// of the zones layout, asserted so that the soak builds on either layout's
-// branch).
-func isShort(l quick.Lease) bool {
-	s, ok := any(l).(interface{ Short() bool })
-	return ok && s.Short()
-}
+// isShort says whether a lease is a short-job hand-out.
+func isShort(l quick.Lease) bool { return l.Short() }

@@ -121,8 +121,6 @@ type History struct {
 	CronRecreated map[string]bool
 	// TooLarge counts commits that failed with 2101 transaction_too_large.
 	TooLarge int64
-	// Layout is Config.Layout.
-	Layout string
 	// IndexLeft lists the jobs whose zones lookup index entries are left
 	// at the end, when every job is finished.
 	IndexLeft []quick.ID

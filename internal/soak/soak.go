@@ -54,15 +54,11 @@ type Report struct {
 	// DrainStalled is set when the queue stopped changing for drainStalls
 	// polls in a row with work jobs still queued.
 	DrainStalled bool `json:"drain_stalled"`
-	// The zones layout: lane resizes done (and failed), whether automatic
-	// idempotency was available to the producers asked to use it, when the
-	// migrate layout switched (seconds into the run) and how many backlog
-	// jobs it left in schema 1.
+	// Lane resizes done (and failed), and whether automatic idempotency
+	// was available to the producers asked to use it.
 	Resizes         int64   `json:"resizes,omitempty"`
 	ResizeErrors    int64   `json:"resize_errors,omitempty"`
 	AutoIdempotency bool    `json:"auto_idempotency,omitempty"`
-	MigratedAfter   float64 `json:"migrated_after_s,omitempty"`
-	Backlog         int64   `json:"backlog,omitempty"`
 	Verdict         Verdict `json:"verdict"`
 }
 
@@ -176,10 +172,10 @@ func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
 	return h.hist.Pack(tuple.Tuple{tuple.UUID(id), t[:], nonce})
 }
 
-// openQueue opens a queue handle on clk in the current layout: every
+// openQueue opens a queue handle on clk: every
 // worker has its own, since a quick.Queue takes its time from its options.
 func (h *harness) openQueue(ctx context.Context, clk clock.Clock) (*quick.Queue, error) {
-	return quick.Open(ctx, h.db, h.space, h.queueOptions(clk, h.layoutNow(), false))
+	return quick.Open(ctx, h.db, h.space, h.queueOptions(clk, false))
 }
 
 // Run runs one soak on memkv with FDB's latencies and returns the checker's
@@ -259,7 +255,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 			h.produce(chaosCtx, p)
 		}()
 	}
-	if cfg.zones() && cfg.ResizeEvery > 0 {
+	if cfg.ResizeEvery > 0 {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
@@ -271,28 +267,6 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		go func() {
 			defer bg.Done()
 			h.requeueLoop(chaosCtx)
-		}()
-	}
-	if cfg.Layout == LayoutMigrate {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			h.migrate(chaosCtx, func() {
-				// A rolling replacement, one worker at a time, as a
-				// deployment would do it; each old one crashes.
-				mu.Lock()
-				old := slices.Clone(workers)
-				mu.Unlock()
-				for _, w := range old {
-					mu.Lock()
-					if i := slices.Index(workers, w); i >= 0 {
-						w.Kill()
-						workers = append(workers[:i], workers[i+1:]...)
-						_ = start()
-					}
-					mu.Unlock()
-				}
-			})
 		}()
 	}
 	bg.Add(1)
@@ -349,11 +323,8 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	if err != nil {
 		return rep, err
 	}
-	rep.Resizes, rep.ResizeErrors, rep.Backlog = h.resizes.Load(), h.resizeErrs.Load(), h.backlogged.Load()
-	rep.AutoIdempotency = cfg.AutoIdemProducers > 0 && cfg.zones() && h.autoIdemAvailable()
-	if at := h.migratedAt.Load(); at != 0 {
-		rep.MigratedAfter = time.Unix(0, at).Sub(started).Seconds()
-	}
+	rep.Resizes, rep.ResizeErrors = h.resizes.Load(), h.resizeErrs.Load()
+	rep.AutoIdempotency = cfg.AutoIdemProducers > 0 && h.autoIdemAvailable()
 	rep.Verdict = Check(hist)
 	rep.Elapsed = time.Since(started).Seconds()
 	rep.Kills, rep.Pauses, rep.WorkersRun = h.kills.Load(), h.pause.Load(), len(all)
@@ -470,7 +441,7 @@ func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error
 // the completion records, the jobs still queued and the dead letters.
 func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) {
 	h.rec.mu.Lock()
-	hist := History{Jobs: h.rec.jobs, Claims: h.rec.claims, Runs: h.rec.runs, Layout: h.cfg.Layout}
+	hist := History{Jobs: h.rec.jobs, Claims: h.rec.claims, Runs: h.rec.runs}
 	h.rec.mu.Unlock()
 	entries, err := cron.List(ctx, q)
 	if err != nil {
@@ -545,8 +516,8 @@ func (r Report) WriteSummary(w io.Writer) {
 	if engine == "" {
 		engine = "a kv.Database"
 	}
-	fmt.Fprintf(w, "soak (%s): %.1fs on %s, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
-		r.Config.layout(), r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
+	fmt.Fprintf(w, "soak (%d tenants): %.1fs on %s, %d workers (package worker) at a time (%d started), skew ±%v, lease %v, cron %q\n",
+		r.Config.Tenants, r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
@@ -560,18 +531,15 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains (fewest for one chain: %d), %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
 		v.CronCompleted, v.CronChains, v.CronFewest, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
 	fmt.Fprintf(w, "oversized transactions:  %d\n", v.TooLarge)
-	if r.Config.zones() {
+	{
 		idem := "not in this engine: markers"
 		if r.AutoIdempotency {
 			idem = "on"
 		}
-		fmt.Fprintf(w, "zones:                   layout %s, %d tenants (%d own subspaces, hot share %.2f), %d short-job, %d lane resizes (%d failed), pointer lease %v\n",
-			r.Config.Layout, v.Tenants, r.Config.ownSpaces(), r.Config.HotShare, v.Short, r.Resizes, r.ResizeErrors, r.Config.PointerLease)
+		fmt.Fprintf(w, "zones:                   %d tenants (%d own subspaces, hot share %.2f), %d short-job, %d lane resizes (%d failed), lane lease %v\n",
+			v.Tenants, r.Config.ownSpaces(), r.Config.HotShare, v.Short, r.Resizes, r.ResizeErrors, r.Config.laneLease())
 		fmt.Fprintf(w, "zones jobs:              %d completed after a requeue, %d resumed from a checkpoint, %d slow (%v); automatic idempotency for %d producer(s): %s\n",
 			v.Requeued, v.Resumed, v.Slow, r.Config.SlowFor, r.Config.AutoIdemProducers, idem)
-		if r.Config.Layout == LayoutMigrate {
-			fmt.Fprintf(w, "migration:               switched to zones %.1fs in, %d backlog jobs left in schema 1\n", r.MigratedAfter, r.Backlog)
-		}
 	}
 	if r.DrainStalled {
 		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")

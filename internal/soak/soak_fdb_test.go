@@ -46,18 +46,6 @@ func TestShortSoakZonesFDB(t *testing.T) {
 	runShortSoakFDB(t, ShortZones())
 }
 
-// TestShortSoakMigrateFDB is TestShortSoakMigrate on a real FoundationDB:
-// schema 1 first, then the switch to zones mid-run.
-func TestShortSoakMigrateFDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("25 s soak")
-	}
-	rep := runShortSoakFDB(t, ShortMigrate())
-	if rep.MigratedAfter <= 0 || rep.Backlog == 0 {
-		t.Errorf("the run did not migrate: switched after %vs with %d backlog jobs", rep.MigratedAfter, rep.Backlog)
-	}
-}
-
 func runShortSoakFDB(t *testing.T, c Config) Report {
 	t.Helper()
 	db, sub := fdbtest.Open(t)

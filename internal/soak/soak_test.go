@@ -3,12 +3,7 @@ package soak
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
-
-	"github.com/quickfdb/quickfdb/kv/memkv"
-	"github.com/quickfdb/quickfdb/quick"
-	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // TestShortSoak runs the CI soak (about 20 s): kills, 1021s both ways,
@@ -38,51 +33,12 @@ func TestShortSoakZones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("25 s soak")
 	}
-	skipUnlessZonesBuilt(t)
 	rep, err := Run(context.Background(), verbose(ShortZones()), testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkShortSoak(t, rep)
 	checkZonesSoak(t, rep)
-}
-
-// TestShortSoakMigrate starts TestShortSoakZones's run on schema 1
-// (LayoutLanes) and switches producers and workers to zones mid-run,
-// leaving a backlog in schema 1 in every state (pending, delayed, leased by
-// workers killed at the switch, checkpointed and backing off, dead letters
-// requeued after it): everything must complete.
-func TestShortSoakMigrate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("25 s soak")
-	}
-	skipUnlessZonesBuilt(t)
-	rep, err := Run(context.Background(), verbose(ShortMigrate()), testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkShortSoak(t, rep)
-	checkZonesSoak(t, rep)
-	if rep.MigratedAfter <= 0 || rep.Backlog == 0 {
-		t.Errorf("the run did not migrate: switched after %vs with %d backlog jobs", rep.MigratedAfter, rep.Backlog)
-	}
-}
-
-// skipUnlessZonesBuilt skips while the zones claim path is a stub (the
-// soak's branch is written ahead of it).
-func skipUnlessZonesBuilt(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	mem := memkv.Open(memkv.Options{Seed: 1})
-	defer mem.Close()
-	q, err := quick.Open(ctx, mem, tuple.FromTuple(tuple.Tuple{"probe"}), quick.Options{Layout: quick.LayoutZones})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = q.ClaimZone(ctx, quick.ZoneClaimOptions{ClaimOptions: quick.ClaimOptions{TaskType: "probe", Holder: "probe", Max: 1, Lease: quick.MinLease}})
-	if err != nil && strings.Contains(err.Error(), "not built yet") {
-		t.Skipf("the zones layout is not built on this branch: %v", err)
-	}
 }
 
 // checkZonesSoak asserts that a zones run exercised what it is for.

@@ -16,19 +16,18 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// The zones layout's part of the soak (Config.Layout "zones" or "migrate"):
-// work jobs spread over many tenants (item spaces) with one hot, some
-// tenants' zones in subspaces of their own, a second work type in
-// short-job mode, lanes resized at random while workers run, and, in the
-// migrate layout, producers and workers switched from schema 1 to zones
-// mid-run with a backlog in every state left in schema 1.
+// Tenants, zones and lanes in the soak (Config Zones): work jobs spread
+// over many tenants (item spaces) with one hot, some tenants' zones in
+// subspaces of their own, a second work type in short-job mode, and lanes
+// resized at random while workers run. The default Config runs the
+// no-tenant case: one zone per task type.
 
 // shortType is the work type run in short-job mode (TaskTypeOptions.ShortJobs).
 const shortType = "soak-short"
 
 // workTypes are the task types of the producers' jobs.
 func (h *harness) workTypes() []string {
-	if h.cfg.zones() {
+	if h.cfg.ShortShare > 0 {
 		return []string{workType, shortType}
 	}
 	return []string{workType}
@@ -41,9 +40,6 @@ func (h *harness) allTypes() []string { return append(h.workTypes(), cronTypes..
 // t00 the hot one.
 func (h *harness) tenants() []string {
 	out := []string{""}
-	if !h.cfg.zones() {
-		return out
-	}
 	for i := range h.cfg.Tenants {
 		out = append(out, fmt.Sprintf("t%02d", i))
 	}
@@ -85,65 +81,41 @@ func (h *harness) zoneSpace(tenant string) tuple.Subspace {
 }
 
 // queueOptions are the options of every queue handle of the run.
-func (h *harness) queueOptions(clk clock.Clock, layout quick.Layout, autoIdem bool) quick.Options {
-	o := quick.Options{
-		Clock:   clk,
-		Backoff: func(int) time.Duration { return h.cfg.backoff() },
-		Logger:  h.logger,
+func (h *harness) queueOptions(clk clock.Clock, autoIdem bool) quick.Options {
+	return quick.Options{
+		Clock:                clk,
+		Backoff:              func(int) time.Duration { return h.cfg.backoff() },
+		Logger:               h.logger,
+		ZoneSpace:            h.zoneSpace,
+		LaneLeaseTime:        h.cfg.LaneLease,
+		AutomaticIdempotency: autoIdem,
+		// Every other type keeps its lookup index (the default): cron
+		// finds its occurrences by ID.
+		TaskTypes: map[string]quick.TaskTypeOptions{shortType: {ShortJobs: true}},
 	}
-	if h.cfg.zones() {
-		o.Layout = layout
-		o.ZoneSpace = h.zoneSpace
-		o.PointerLease = h.cfg.PointerLease
-		o.AutomaticIdempotency = autoIdem
-		// cron finds its occurrences by ID (quick.Get, Cancel): in the
-		// zones layout only a Trackable task type's jobs can be found so.
-		o.TaskTypes = map[string]quick.TaskTypeOptions{
-			workType:  {Trackable: true},
-			shortType: {ShortJobs: true},
-			cronType:  {Trackable: true},
-			cronType2: {Trackable: true},
-		}
-	}
-	return o
-}
-
-// layoutNow is the layout producers and newly started workers use now.
-func (h *harness) layoutNow() quick.Layout {
-	switch {
-	case h.cfg.Layout == LayoutZones:
-		return quick.LayoutZones
-	case h.cfg.Layout == LayoutMigrate && h.migrated.Load():
-		return quick.LayoutZones
-	}
-	return quick.LayoutLanes
 }
 
 // admins holds the producers' and the harness's queue handles, one per
-// layout (and per automatic idempotency), all on real time.
+// automatic idempotency setting, all on real time.
 type admins struct {
 	mu sync.Mutex
-	qs map[[2]int]*quick.Queue
+	qs map[bool]*quick.Queue
 }
 
-// admin returns a queue handle on real time for the current layout.
+// admin returns a queue handle on real time.
 func (h *harness) admin(ctx context.Context, autoIdem bool) (*quick.Queue, error) {
-	layout := h.layoutNow()
-	k := [2]int{int(layout), 0}
-	if autoIdem {
-		k[1] = 1
-	}
+	k := autoIdem
 	h.adm.mu.Lock()
 	defer h.adm.mu.Unlock()
 	if q := h.adm.qs[k]; q != nil {
 		return q, nil
 	}
-	q, err := quick.Open(ctx, h.db, h.space, h.queueOptions(clock.Real(), layout, autoIdem))
+	q, err := quick.Open(ctx, h.db, h.space, h.queueOptions(clock.Real(), autoIdem))
 	if err != nil {
 		return nil, err
 	}
 	if h.adm.qs == nil {
-		h.adm.qs = map[[2]int]*quick.Queue{}
+		h.adm.qs = map[bool]*quick.Queue{}
 	}
 	h.adm.qs[k] = q
 	return q, nil
@@ -176,9 +148,6 @@ func (h *harness) resize(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, 300))
 	ts := h.tenants()
 	for sleep(ctx, time.Duration(rng.ExpFloat64()*float64(h.cfg.ResizeEvery))) {
-		if h.layoutNow() != quick.LayoutZones {
-			continue
-		}
 		q, err := h.admin(ctx, false)
 		if err != nil {
 			continue
@@ -274,21 +243,15 @@ func (h *harness) kindOf(id quick.ID) string {
 	return h.rec.kinds[id]
 }
 
-// requeueLoop runs requeue passes every second while ctx lasts (in the
-// migrate layout, only once the switch is made, so that the backlog has
-// dead letters in schema 1 when it is).
+// requeueLoop runs requeue passes every second while ctx lasts.
 func (h *harness) requeueLoop(ctx context.Context) {
 	for sleep(ctx, time.Second) {
-		if h.cfg.Layout == LayoutMigrate && !h.migrated.Load() {
-			continue
-		}
 		h.requeuePass(ctx)
 	}
 }
 
 // queued is one raw scan of every queued job (scheduled, ready or leased)
-// of the given task types in both layouts: schema 1's schedule keys and
-// every tenant's zone job keys. It reads the keys rather than List, so
+// of the given task types: every tenant's zone job keys. It reads the keys rather than List, so
 // that it sees a job stored twice as two, and sees every zone whatever
 // the inspection API covers. fp hashes the keys and values, which change
 // with every move, claim, attempt and finish.
@@ -296,12 +259,6 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 	var ranges []kv.KeyRange
 	var owner []string
 	for _, tt := range types {
-		b, e := h.space.Sub(int64(1), "s", tt).Range()
-		ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
-		owner = append(owner, tt)
-		if !h.cfg.zones() {
-			continue
-		}
 		for _, t := range h.tenants() {
 			b, e := h.zoneSpace(t).Sub(tt, int64(0)).Range()
 			ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
@@ -349,13 +306,9 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 }
 
 // indexLeft lists the jobs whose lookup index entries S (2, "i", id) are
-// left at the end (the per-job work type and the cron types are
-// Trackable): every job is finished then (but the cron chains' pending
+// left at the end (every type but the short one keeps its index): every job is finished then (but the cron chains' pending
 // occurrences), and each finish must have cleared its entry.
 func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
-	if !h.cfg.zones() {
-		return nil, nil
-	}
 	idx := h.space.Sub(int64(2), "i")
 	b, e := idx.Range()
 	var out []quick.ID
@@ -375,63 +328,9 @@ func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
 	return out, err
 }
 
-// migrate switches the producers and workers of the migrate layout to
-// zones at MigrateAt of the chaos phase. Just before, it enqueues into
-// schema 1 a backlog built to be in every state at the switch: delayed
-// past it, slow jobs leased, checkpointed jobs failed and backing off,
-// jobs dead-lettered (requeued after the switch), and plain ones; then it
-// sets the switch (producers follow at once) and replaces every worker
-// with a zones one, killing the old ones as a crash would, so their
-// leases on schema-1 jobs lapse for the zones workers to take.
-func (h *harness) migrate(ctx context.Context, replaceAll func()) {
-	at := time.Duration(h.cfg.MigrateAt * float64(h.cfg.chaos()))
-	lead := min(time.Second, at/2)
-	if !sleep(ctx, at-lead) {
-		return
-	}
-	q, err := h.admin(ctx, false)
-	if err == nil {
-		h.backlog(ctx, q)
-	}
-	if !sleep(ctx, lead) {
-		return
-	}
-	h.migrated.Store(true)
-	h.migratedAt.Store(time.Now().UnixNano())
-	replaceAll()
-}
-
-// backlogProducer is the producer number of the backlog's jobs.
-func (h *harness) backlogProducer() int { return h.cfg.Producers }
-
-// backlog enqueues a few jobs of every kind and state into q's layout.
-func (h *harness) backlog(ctx context.Context, q *quick.Queue) {
-	rng := rand.New(rand.NewPCG(h.cfg.Seed, 400))
-	kinds := []string{KindNormal, KindTransient, KindPoison, KindCheckpoint, KindRequeue, KindSlow}
-	seq := 0
-	for _, tt := range h.workTypes() {
-		for _, kind := range kinds {
-			for _, delayed := range []bool{false, true} {
-				for range 3 {
-					var delay time.Duration
-					if delayed {
-						delay = time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
-					}
-					h.enqueueOne(ctx, q, rng, h.backlogProducer(), seq, tt, kind, delay)
-					seq++
-				}
-			}
-		}
-	}
-	h.backlogged.Store(int64(seq))
-}
-
 // counters of the zones part, kept in the harness.
 type zoneCounters struct {
 	resizes, resizeErrs atomic.Int64
-	migrated            atomic.Bool
-	migratedAt          atomic.Int64
-	backlogged          atomic.Int64
 	requeueMu           sync.Mutex
 	requeues            map[quick.ID][]time.Time // when each requeue of a job began
 	adm                 admins

@@ -33,6 +33,7 @@ import (
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/internal/testhooks"
 	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
@@ -135,6 +136,20 @@ func Open(ctx context.Context, f *Flags, fresh bool, out, stderr io.Writer) (*En
 	if err != nil {
 		return nil, err
 	}
+	var fake *clock.Fake
+	if f.Smoke {
+		fake = clock.NewFake(time.Now().Truncate(time.Second))
+		if f.Embedded {
+			// The engine's versions follow the fake clock too: the
+			// workers compare their clocks through read versions
+			// (worker's clock check), and versions on real time would
+			// read a fake clock running 10x as 10x ahead.
+			if c, ok := db.(io.Closer); ok {
+				_ = c.Close()
+			}
+			db = memkv.Open(memkv.Options{Clock: fake})
+		}
+	}
 	e := &Env{DB: db, Smoke: f.Smoke, out: out, stop: func() {}}
 	if fresh && !f.Embedded {
 		var b [4]byte
@@ -146,14 +161,14 @@ func Open(ctx context.Context, f *Flags, fresh bool, out, stderr io.Writer) (*En
 	e.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	e.Clock = clock.Real()
 	if f.Smoke {
-		e.fake = clock.NewFake(time.Now().Truncate(time.Second))
+		e.fake = fake
 		e.Clock = e.fake
 		e.stop = e.tick()
 	}
 	e.start = e.Clock.Now()
 	opts := quick.Options{Clock: e.Clock, Logger: e.Log}
 	if f.Lanes > 0 {
-		opts.Lanes = f.Lanes
+		opts.ZoneLanes = f.Lanes
 	}
 	e.Queue, err = quick.Open(ctx, db, space.Sub("queue"), opts)
 	if err != nil {

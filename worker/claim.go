@@ -8,42 +8,40 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// The worker in the zones layout (quick.LayoutZones; docs/design.md
-// "Worker in the zones layout").
+// The claim loop (docs/design.md, "The worker").
 //
-// A zones runner finds work through the task type's pointer index
-// (quick.Queue.ClaimZone) instead of the lanes registry: no heartbeat, no
-// membership read, no assignment. zoneClaimers claim goroutines run side by
+// A runner finds work through the task type's pointer index
+// (quick.Consumer.Claim): no membership read, no assignment. claimers
+// claim goroutines run side by
 // side, each on at most one lane at a time, so several claims are in flight
 // at once and a worker never waits on one commit. Each reserves the free
 // handler slots it asks for (runner.reserve), so the goroutines together
 // never start more handlers than Concurrency. A claim keeps its lane
-// (ZoneClaimOptions.Keep) while it has vested jobs, for up to keepRounds
+// (ClaimOptions.Keep) while it has vested jobs, for up to keepRounds
 // claims in a row, then lets it go so other lanes get their turn.
 //
-// Goroutine 0 leads: when it finds nothing vested it sleeps as the lanes
-// claim loop does (until NextVest, an enqueue's wake-up, or the idle
+// Goroutine 0 leads: when it finds nothing vested it sleeps (until NextVest, an enqueue's wake-up, or the idle
 // backoff). The others, when they find nothing, park until a claim finds
 // a fresh lane with work (the index has vested lanes again) or this worker
 // hands a lane back, so an idle worker polls once per idle sleep whatever
-// zoneClaimers is.
+// claimers is.
 //
 // Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
 // claim's lane lease; short.go keeps those lanes.
 //
-// Keys: those of ClaimZone and ReleasePointer (quick/claim.go,
+// Keys: those of quick.Consumer's Claim and ReleaseLane (quick/claim.go,
 // quick/pointer.go), and the task type's sleep and wake keys when idle
 // (waker.go); nothing of its own.
 
-// zoneClaimers is how many claims a zones runner keeps in flight at most.
-const zoneClaimers = 4
+// claimers is how many claims a zones runner keeps in flight at most.
+const claimers = 4
 
 // keepRounds is how many claims in a row one goroutine makes on one lane
 // before letting it go.
 const keepRounds = 8
 
-// zoneClaimersFor is the claim goroutines of a runner with c slots.
-func zoneClaimersFor(c int) int { return max(1, min(zoneClaimers, c)) }
+// claimersFor is the claim goroutines of a runner with c slots.
+func claimersFor(c int) int { return max(1, min(claimers, c)) }
 
 // reserve takes up to want free handler slots for a claim in flight; the
 // claim gives back what it did not use with unreserve once it has started
@@ -109,8 +107,8 @@ func (r *runner) signalMore() {
 	r.mu.Unlock()
 }
 
-// zoneRefuse says why a zones claim must not run now, or "".
-func (r *runner) zoneRefuse() string {
+// refuse says why a claim must not run now, or "".
+func (r *runner) refuse() string {
 	if paused, known := r.w.pause.isPaused(r.taskType); paused && !mutant.On("worker.zones-pause") {
 		return refusePaused
 	} else if !known {
@@ -119,37 +117,37 @@ func (r *runner) zoneRefuse() string {
 	return r.w.clockRefusal(r)
 }
 
-// noteRefusal counts and logs a refused zones claim round (on changes).
+// noteRefusal counts and logs a refused claim round (on changes).
 func (r *runner) noteRefusal(reason string) {
 	w := r.w
-	if reason != r.zrefusal {
+	if reason != r.refusal {
 		// Waiting for the first clock round at start is normal, not a
 		// warning; a clock found off the others' is.
 		if reason == refusePaused || reason == refusePauseUnknown || reason == refuseClockUnknown {
-			w.log.Debug("worker: not claiming zones", "task_type", r.taskType, "reason", reason)
+			w.log.Debug("worker: not claiming", "task_type", r.taskType, "reason", reason)
 		} else {
-			w.log.Warn("worker: refusing to claim zones", "task_type", r.taskType, "reason", reason)
+			w.log.Warn("worker: refusing to claim", "task_type", r.taskType, "reason", reason)
 		}
 	}
-	r.zrefusal = reason
+	r.refusal = reason
 	w.stats.refused.Add(1)
 	w.met.refused(r, reason)
 }
 
 func (r *runner) noteClaiming() {
-	if r.zrefusal != "" {
-		r.w.log.Debug("worker: claiming zones again", "task_type", r.taskType, "was", r.zrefusal)
-		r.zrefusal = ""
+	if r.refusal != "" {
+		r.w.log.Debug("worker: claiming again", "task_type", r.taskType, "was", r.refusal)
+		r.refusal = ""
 	}
 }
 
-// zoneClaimer is one claim goroutine's state.
-type zoneClaimer struct {
+// claimer is one claim goroutine's state.
+type claimer struct {
 	r    *runner
 	i    int
 	park *park
 	// ptr is a lane kept with per-job leases (Keep), or nil.
-	ptr *quick.PointerLease
+	ptr *quick.LaneLease
 	// sl is a lane held in short-job mode this goroutine continues on.
 	sl        *shortLane
 	rounds    int // claims in a row on ptr or sl
@@ -158,17 +156,17 @@ type zoneClaimer struct {
 	rechecked bool
 }
 
-// zoneClaimLoop is claim goroutine i of a zones runner.
-func (r *runner) zoneClaimLoop(i int) {
+// claimLoop is claim goroutine i of a runner.
+func (r *runner) claimLoop(i int) {
 	defer r.zloops.Done()
-	c := &zoneClaimer{r: r, i: i, park: &r.zparks[i]}
+	c := &claimer{r: r, i: i, park: &r.zparks[i]}
 	defer c.park.forever()
 	defer c.letGo()
 	w := r.w
-	k := zoneClaimersFor(r.opts.Concurrency)
+	k := claimersFor(r.opts.Concurrency)
 	per := max(1, (r.capacity()+k-1)/k)
 	for !w.stopping() {
-		if reason := r.zoneRefuse(); reason != "" {
+		if reason := r.refuse(); reason != "" {
 			c.letGo()
 			if i == 0 {
 				r.noteRefusal(reason)
@@ -209,11 +207,11 @@ func (r *runner) zoneClaimLoop(i int) {
 
 // waitSlots waits for a free slot. A lane kept with per-job leases is let go
 // if the wait outlasts a fifth of the pointer lease: others may work it.
-func (c *zoneClaimer) waitSlots(changed <-chan struct{}) bool {
+func (c *claimer) waitSlots(changed <-chan struct{}) bool {
 	r := c.r
 	d := time.Duration(-1)
 	if c.ptr != nil {
-		d = max(c.ptr.Deadline.Sub(r.w.clk.Now())-r.w.q.Options().PointerLease*4/5, 0)
+		d = max(c.ptr.Deadline.Sub(r.w.clk.Now())-r.w.q.Options().LaneLeaseTime*4/5, 0)
 	}
 	var timedOut bool
 	if !r.sleepWith(c.park, d, nil, changed, &timedOut) {
@@ -227,13 +225,11 @@ func (c *zoneClaimer) waitSlots(changed <-chan struct{}) bool {
 
 // claim makes one claim of up to n jobs (n slots reserved) and starts them.
 // It reports false when the loop must exit.
-func (c *zoneClaimer) claim(n int) bool {
+func (c *claimer) claim(n int) bool {
 	r, w := c.r, c.r.w
-	opts := quick.ZoneClaimOptions{
-		ClaimOptions: quick.ClaimOptions{
-			TaskType: r.taskType, Holder: w.cfg.ID, Max: n,
-			Lease: r.opts.Lease, BatchPriority: r.opts.BatchPriority, Tag: r.opts.Tag,
-		},
+	opts := quick.ClaimOptions{
+		TaskType: r.taskType, Holder: w.cfg.ID, Max: n,
+		Lease: r.opts.Lease, BatchPriority: r.opts.BatchPriority, Tag: r.opts.Tag,
 		Keep: true,
 	}
 	sl := c.sl
@@ -247,16 +243,16 @@ func (c *zoneClaimer) claim(n int) bool {
 			c.sl, sl, c.rounds = nil, nil, 0
 		} else {
 			p := sl.p
-			opts.Pointer = &p
+			opts.Lane = &p
 		}
 	} else if c.ptr != nil {
 		if c.rounds >= keepRounds-1 && !mutant.On("worker.keep-rounds") {
 			opts.Keep = false // its last round: the claim hands it back
 		}
-		opts.Pointer = c.ptr
+		opts.Lane = c.ptr
 	}
-	continuing := opts.Pointer != nil
-	res, err := w.q.ClaimZone(w.bg, opts)
+	continuing := opts.Lane != nil
+	res, err := w.q.Consumer().Claim(w.bg, opts)
 	if err != nil {
 		if sl != nil {
 			sl.mu.Unlock()
@@ -266,7 +262,7 @@ func (c *zoneClaimer) claim(n int) bool {
 			return false
 		}
 		countConflict(r, err)
-		if continuing && quick.IsPointerLost(err) {
+		if continuing && quick.IsLaneLost(err) {
 			// The lane is gone (taken over after a late renewal): its
 			// short jobs run again elsewhere; look for another lane.
 			if sl != nil {
@@ -278,18 +274,18 @@ func (c *zoneClaimer) claim(n int) bool {
 			return true
 		}
 		c.errs++
-		w.log.Warn("worker: zone claim failed", "task_type", r.taskType, "err", err, "in_a_row", c.errs)
+		w.log.Warn("worker: claim failed", "task_type", r.taskType, "err", err, "in_a_row", c.errs)
 		return r.sleepOn(c.park, jitter(backoff(c.errs, w.cfg.MaxIdleSleep)), nil, nil, nil)
 	}
 	c.errs = 0
-	short := res.Pointer != nil && res.Pointer.Short && !res.Pointer.Lapsed
+	short := res.Lane != nil && res.Lane.Short && !res.Lane.Lapsed
 	if short {
 		if sl == nil {
-			sl = r.shorts.add(*res.Pointer)
+			sl = r.shorts.add(*res.Lane)
 			sl.mu.Lock()
 			c.sl, c.rounds = sl, 0
 		} else {
-			sl.p = *res.Pointer
+			sl.p = *res.Lane
 		}
 	} else if sl != nil {
 		// A lane this goroutine held short came back without one: the
@@ -316,7 +312,7 @@ func (c *zoneClaimer) claim(n int) bool {
 		}
 		r.unreserve(n)
 		if !short {
-			c.ptr = res.Pointer
+			c.ptr = res.Lane
 		}
 		return false
 	}
@@ -332,7 +328,7 @@ func (c *zoneClaimer) claim(n int) bool {
 	}
 	r.unreserve(n)
 	if !short {
-		c.ptr = res.Pointer
+		c.ptr = res.Lane
 		if sl != nil {
 			r.shorts.kick()
 			c.sl = nil
@@ -347,7 +343,7 @@ func (c *zoneClaimer) claim(n int) bool {
 		}
 	case len(res.Jobs) > 0:
 		c.rounds = 0
-	case continuing || res.Pointer != nil:
+	case continuing || res.Lane != nil:
 		// The lane has nothing (more) vested: let it go and look for
 		// another at once. (A fresh lane with nothing vested: its pointer
 		// vested early, for a key moved later since; a short-job claim
@@ -372,14 +368,14 @@ func (c *zoneClaimer) claim(n int) bool {
 // letGo gives up the lane this goroutine works on: a per-job lane goes
 // back to the index now; a short lane is retired, and handed back once its
 // jobs are done (short.go).
-func (c *zoneClaimer) letGo() {
+func (c *claimer) letGo() {
 	r := c.r
 	if c.ptr != nil {
 		p := *c.ptr
 		c.ptr = nil
 		if !r.w.killed.Load() {
 			ctx, cancel := context.WithTimeout(r.w.bg, extendTimeout)
-			if err := r.w.q.ReleasePointer(ctx, p); err != nil && !quick.IsPointerLost(err) && r.w.bg.Err() == nil {
+			if err := r.w.q.Consumer().ReleaseLane(ctx, p); err != nil && !quick.IsLaneLost(err) && r.w.bg.Err() == nil {
 				r.w.log.Warn("worker: could not hand a lane back; it returns when its lease lapses", "task_type", r.taskType, "err", err)
 			}
 			cancel()
@@ -392,9 +388,9 @@ func (c *zoneClaimer) letGo() {
 	c.rounds = 0
 }
 
-// idle handles a claim that found no vested lane. The leader sleeps as the
-// lanes claim loop does; the others park until more work shows up.
-func (c *zoneClaimer) idle(nextVest time.Time) bool {
+// idle handles a claim that found no vested lane. The leader sleeps; the
+// others park until more work shows up.
+func (c *claimer) idle(nextVest time.Time) bool {
 	r, w := c.r, c.r.w
 	if c.i != 0 {
 		more := r.moreWork()

@@ -1,5 +1,12 @@
 package lanes
 
+// TODO(issue 21, console): remove this file once ui/ and cmd/quick list
+// workers with worker.ListWorkers. It is the read side of the removed
+// lanes registry (the membership heartbeats of schema 1's fleet-wide lane
+// assignment), kept only so that the console and the CLI compile until
+// they are rewritten: no worker writes the registry any more, so every
+// read here finds nothing.
+
 import (
 	"bytes"
 	"context"
@@ -238,4 +245,28 @@ func (r *Registry) TaskTypes(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("lanes: list task types: %w", err)
 	}
 	return out, nil
+}
+
+// Member is one worker of a task type as an observer sees it.
+type Member struct {
+	ID       string
+	TaskType string
+	// Counter is the member's heartbeat counter (0 if unreadable).
+	Counter uint64
+	// Clock is the member's wall clock at its last beat, as it reported it
+	// (zero if unreadable). It is informative only: liveness never uses it.
+	Clock time.Time
+	// Info is what the member published (zero if absent or malformed).
+	Info Info
+	// InfoErr is set by Registry.Snapshot when the stored info is malformed.
+	InfoErr error
+	// LastChange is when, on the observer's clock, the observer first saw
+	// the member's current heartbeat value.
+	LastChange time.Time
+	// Live reports whether LastChange was less than Timeout before the
+	// observer's last round.
+	Live bool
+	// Standby reports that the member stands by: its clock is too far off
+	// the others' for it to take lanes (see Tracker.Standby).
+	Standby bool
 }

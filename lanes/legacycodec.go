@@ -1,5 +1,12 @@
 package lanes
 
+// TODO(issue 21, console): remove this file once ui/ and cmd/quick list
+// workers with worker.ListWorkers. It is the read side of the removed
+// lanes registry (the membership heartbeats of schema 1's fleet-wide lane
+// assignment), kept only so that the console and the CLI compile until
+// they are rewritten: no worker writes the registry any more, so every
+// read here finds nothing.
+
 import (
 	"encoding/binary"
 	"fmt"

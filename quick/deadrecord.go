@@ -18,67 +18,12 @@ import (
 // subspace that does not decode.
 var ErrCorrupt = errors.New("quick: corrupt value")
 
-// schedValue is the value of a schedule key: the small part of a job that
-// moves with every claim and lease extension.
-type schedValue struct {
-	Attempt     int64  // runs started, counted at claim
-	Token       uint64 // lease token; 0 when not leased
-	Holder      string // worker holding the lease
-	LeasedAtMs  int64
-	MaxAttempts int64
-	Flags       uint64
-	UniqueKey   string
-}
-
 const (
 	flagCheckpoint = 1 << 0
 	// flagWaitable marks a job whose outcome is recorded when it finishes
-	// (wait.go); set in the schedule value and the record alike.
+	// (wait.go).
 	flagWaitable = 1 << 1
 )
-
-func (v *schedValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
-
-func (v *schedValue) marshal() []byte {
-	b := make([]byte, 0, 32+len(v.Holder)+len(v.UniqueKey))
-	b = wire.AppendVarint(b, 1, uint64(v.Attempt))
-	if v.Token != 0 {
-		b = protowire.AppendTag(b, 2, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, v.Token)
-	}
-	b = wire.AppendString(b, 3, v.Holder)
-	b = wire.AppendVarint(b, 4, uint64(v.LeasedAtMs))
-	b = wire.AppendVarint(b, 5, uint64(v.MaxAttempts))
-	b = wire.AppendVarint(b, 6, v.Flags)
-	b = wire.AppendString(b, 7, v.UniqueKey)
-	return b
-}
-
-func (v *schedValue) unmarshal(b []byte) error {
-	*v = schedValue{}
-	return walkValue(b, func(num protowire.Number, typ protowire.Type, raw []byte, x uint64) error {
-		switch num {
-		case 1:
-			v.Attempt = int64(x)
-		case 2:
-			if typ != protowire.Fixed64Type {
-				return fmt.Errorf("%w: token has wire type %d", ErrCorrupt, typ)
-			}
-			v.Token = x
-		case 3:
-			v.Holder = string(raw)
-		case 4:
-			v.LeasedAtMs = int64(x)
-		case 5:
-			v.MaxAttempts = int64(x)
-		case 6:
-			v.Flags = x
-		case 7:
-			v.UniqueKey = string(raw)
-		}
-		return nil
-	})
-}
 
 // jobState is kept in the record: the schedule key says the rest.
 type jobState uint64
@@ -195,15 +140,3 @@ func walkValue(b []byte, field func(num protowire.Number, typ protowire.Type, ra
 
 // The lease index S(1,"l",id) holds the vesting time of a claimed job's
 // schedule key; the lane follows from it (laneOf).
-func encodeLeaseIndex(vestMs int64) []byte { return wire.AppendVarint(nil, 1, uint64(vestMs)) }
-
-func decodeLeaseIndex(b []byte) (int64, error) {
-	var ms int64
-	err := walkValue(b, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) error {
-		if num == 1 {
-			ms = int64(x)
-		}
-		return nil
-	})
-	return ms, err
-}
