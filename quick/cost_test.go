@@ -3,10 +3,10 @@ package quick_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
