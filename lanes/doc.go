@@ -24,6 +24,6 @@
 // "Lane" means one thing in this module: a hash lane inside a zone. The
 // fleet-wide lane assignment of the removed schema-1 layout (membership
 // heartbeats, rendezvous hashing, a tracker per task type) is gone (issue
-// 21); legacyregistry.go keeps its read side only until the console stops
-// reading it.
+// 21); the console and CLI list workers from package worker's presence
+// records (worker.ListWorkers).
 package lanes

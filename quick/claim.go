@@ -13,8 +13,8 @@ import (
 // Claims (zone.go has the design, consumer.go the API).
 //
 // A claim takes one lane from the task type's pointer index (acquire: read
-// a few pointers from a random place in the oldest vested second, pick one
-// at random, lease it), reads
+// a few pointers from a random place among the oldest vested ones, pick
+// one at random, lease it), reads
 // the first Max+1+zclaimAllowance keys of that lane in vesting order, takes
 // the vested ones with per-job leases (clear the key, set it again at
 // now+Lease with a new token), and hands the lane back with its next
@@ -77,13 +77,13 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // the pointers cleared as stale yielded nothing but another look may find
 // work; zero when the index holds no pointer.
 //
-// Round trips: the pointer index (one, two when the oldest vested second
-// moved on), then the picked lane's state and its keys together (a third
+// Round trips: the pointer index (one, two when the oldest vested entries
+// moved to another second's new work), then the picked lane's state and its keys together (a third
 // only when the first pick was stale, or a lapsed short-job lane is
 // counted), then the commit.
 //
 // Keys: acquire's (per priority two snapshot range reads of S (2, "p",
-// type, prio), the head and the oldest vested second, limited to Peek; a
+// type, prio), the head and the oldest vested entries, limited to Peek; a
 // snapshot read of the picked lane's state, a
 // read-conflict key on the chosen lane state, writes of it and its
 // pointer) or, with opts.Lane, a read of its lane state; a snapshot

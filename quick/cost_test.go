@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,9 +50,9 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 // keeps the lane it holds (Keep) from one batch to the next, as a worker
 // at steady state does, and hands it back at the end.
 func BenchmarkZoneJobCost(b *testing.B) {
-	// lease-untracked: lease mode for an Untracked task type (no lookup
-	// index entry), the cheaper mode beside the default.
-	for _, mode := range []string{"lease", "short", "lease-untracked"} {
+	// lease-untracked and short-untracked: the same for an Untracked task
+	// type (no lookup index entry), the cheaper mode beside the default.
+	for _, mode := range []string{"lease", "short", "lease-untracked", "short-untracked"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
 				opts := quick.Options{}
@@ -60,6 +61,8 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true}}
 				case "lease-untracked":
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {Untracked: true}}
+				case "short-untracked":
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true, Untracked: true}}
 				}
 				e := newEnv(b, opts)
 				payload := make([]byte, 100)
@@ -91,7 +94,7 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					}
 					res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{
 						TaskType: "email", Holder: "w", Max: batch,
-						Lane: held, Keep: mode == "short",
+						Lane: held, Keep: strings.HasPrefix(mode, "short"),
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -91,11 +91,13 @@ func screenshotDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// liveQueue is a demo-like queue that is live yet holds still where the
-// test compares numbers: a worker runs import jobs that block (leased, with
-// their leases renewed) and a cron schedule every second; email jobs wait
-// with no worker (ready); reports are an hour out (scheduled); webhooks are
-// failed into the dead letters by the test itself.
+// liveQueue is a demo-like queue of several tenants that is live yet holds
+// still where the test compares numbers: a worker runs import jobs that
+// block (leased, with their leases renewed) and a cron schedule every
+// second; email jobs of three tenants wait with no worker (ready), the hot
+// tenant acme's zone spread over 4 lanes; reports are an hour out
+// (scheduled); webhooks are failed into the dead letters by the test
+// itself.
 type liveQueue struct {
 	q       *quick.Queue
 	w       *worker.Worker
@@ -107,14 +109,24 @@ func startLiveQueue(t *testing.T) *liveQueue {
 	t.Helper()
 	ctx := context.Background()
 	db := memkv.Open(memkv.Options{})
-	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"browser"}), quick.Options{Clock: clock.Real(), MaxAttempts: 1})
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"browser"}), testOptions(quick.Options{Clock: clock.Real(), MaxAttempts: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lq := &liveQueue{q: q, release: make(chan struct{})}
+	if err := q.SetZoneLanes(ctx, "email", "acme", 4); err != nil {
+		t.Fatal(err)
+	}
 	var jobs []quick.NewJob
 	for i := range 20 {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: fmt.Appendf(nil, `{"to":"user%d@example.com"}`, i)})
+		tenant := "acme"
+		switch {
+		case i%5 == 3:
+			tenant = "globex"
+		case i%10 == 9:
+			tenant = "initech"
+		}
+		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: tenant, Payload: fmt.Appendf(nil, `{"to":"user%d@example.com"}`, i)})
 	}
 	for i := range 5 {
 		jobs = append(jobs, quick.NewJob{TaskType: "report", Delay: time.Hour, UniqueKey: fmt.Sprintf("report-%d", i)})
@@ -129,14 +141,11 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		res, err := q.Consumer().Claim(ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "test", Lease: quick.MinLease})
-		if err != nil || len(res.Jobs) != 1 {
-			t.Fatalf("claim webhook: %v %v", res, err)
-		}
-		if err := q.Fail(ctx, res.Jobs[0], fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
+		l := claim(t, q, quick.ClaimOptions{TaskType: "webhook", Holder: "test", Max: 1, Lease: quick.MinLease})[0]
+		if err := q.Fail(ctx, l, fmt.Sprintf("webhook %d: remote answered 410 Gone", i)); err != nil {
 			t.Fatal(err)
 		}
-		lq.dead = append(lq.dead, res.Jobs[0].ID)
+		lq.dead = append(lq.dead, l.ID)
 	}
 	if err := cron.Register(ctx, q, cron.Schedule{Name: "tick", Spec: "@every 1s", TaskType: "tick", MissedRuns: cron.SkipAll}); err != nil {
 		t.Fatal(err)
@@ -171,13 +180,8 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		wg.Wait()
 		db.Close()
 	})
-	// Wait until the worker holds the three imports (bounded: a queue
-	// whose jobs Depth does not see fails here rather than hanging).
-	giveUp := time.Now().Add(time.Minute)
+	// Wait until the worker holds the three imports.
 	for {
-		if time.Now().After(giveUp) {
-			t.Fatal("the worker never held the three imports (quick.Depth)")
-		}
 		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: "import"})
 		if err != nil {
 			t.Fatal(err)
@@ -231,23 +235,19 @@ func atoi(t *testing.T, s string) int {
 // libCounts is what the library says of a task type.
 func libCounts(t *testing.T, q *quick.Queue, typ string) map[string]int {
 	t.Helper()
-	dp, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: typ})
+	d, err := q.Depth(context.Background(), quick.DepthOptions{TaskType: typ})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]int{"ready": dp.Ready, "leased": dp.Leased, "scheduled": dp.Scheduled}
-	d, err := q.DeadCount(context.Background(), typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m["dead"] = int(d)
-	return m
+	return map[string]int{"ready": d.Ready, "leased": d.Leased, "scheduled": d.Scheduled, "dead": int(d.Dead)}
 }
 
 // TestBrowserConsole loads every page in Chromium, checks what a person
 // would (the overview's counts are the library's, the live refresh shows
-// new jobs, the lanes and workers are there), requeues a dead letter
-// through the confirmation step, and saves a screenshot of each page.
+// new jobs, the tenants are ranked as the library ranks them, the hot
+// tenant's zone shows its lanes, the workers are there), requeues a dead
+// letter through the confirmation step, and saves a screenshot of each
+// page.
 func TestBrowserConsole(t *testing.T) {
 	if testing.Short() && os.Getenv("QUICKFDB_REQUIRE_BROWSER") != "1" {
 		t.Skip("browser test skipped in -short mode")
@@ -355,12 +355,37 @@ func TestBrowserConsole(t *testing.T) {
 		t.Fatalf("after resuming: PausedTypes = %v (%v)", p, err)
 	}
 
-	// Lanes: one strip per type, one cell per lane.
-	do("lanes", chromedp.Navigate(base+"/lanes"), visible(`.strip`))
-	if n := count(`.strip-box[data-type="email"] .cell`); n != 16 { // TODO(issue 21, console): the removed Queue.Lanes
-		t.Errorf("lanes: %d cells for email, the queue has %d lanes", n, 16)
+	// Tenants: email's tenants by ready work, as the library ranks them;
+	// then the hot tenant's zone, one cell per lane.
+	do("tenants", chromedp.Navigate(base+"/tenants?type=email"), visible(`.tenants`))
+	d, err := lq.q.Depth(context.Background(), quick.DepthOptions{TaskType: "email"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	shoot(t, ctx, dir, "lanes")
+	first := d.Tenants[0]
+	if first.ItemSpace != "acme" {
+		t.Fatalf("the library ranks %q first, not acme: %+v", first.ItemSpace, d.Tenants)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => { const r = [...document.querySelectorAll('.tenants tbody tr')]; return r.length ? r.map(e => e.getAttribute('data-tenant')) : null })()`))
+	if err != nil {
+		t.Fatalf("read the tenants: %v", err)
+	}
+	var want []string
+	for _, td := range d.Tenants {
+		want = append(want, td.ItemSpace)
+	}
+	if strings.Join(shown, ",") != strings.Join(want, ",") {
+		t.Errorf("tenants page shows %v, library ranks %v", shown, want)
+	}
+	if got := atoi(t, text(`tr[data-tenant="acme"] td[data-k="ready"]`)); got != first.Ready {
+		t.Errorf("acme ready: shows %d, library says %d", got, first.Ready)
+	}
+	shoot(t, ctx, dir, "tenants")
+	do("zone", click(`tr[data-tenant="acme"] a`), visible(`#strip`))
+	if n, lanes := count(`#strip .cell`), atoi(t, text(`#zone-lanes`)); n != 4 || lanes != 4 {
+		t.Errorf("acme's zone: %d cells, %d lanes; want 4 (SetZoneLanes)", n, lanes)
+	}
+	shoot(t, ctx, dir, "zone")
 
 	// Jobs: the leased imports, then one job's detail.
 	do("jobs", chromedp.Navigate(base+"/jobs?type=import&state=leased"), visible(`#jobs`))
@@ -401,11 +426,11 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "cron")
 
-	// Workers: worker-1 beats for its two types and runs the imports.
+	// Workers: one row for worker-1, which runs the imports.
 	do("workers", chromedp.Navigate(base+"/workers"), visible(`#workers-table`))
 	rows, running := count(`#workers-table tr[data-worker="worker-1"]`), count(`#workers-table tr[data-worker="worker-1"] td:last-child a`)
-	if rows != 2 || running != 3 {
-		t.Errorf("workers: %d rows for worker-1 (want 2: import, tick), %d running jobs linked (want 3)", rows, running)
+	if rows != 1 || running != 3 {
+		t.Errorf("workers: %d rows for worker-1 (want 1), %d running jobs linked (want 3)", rows, running)
 	}
 	shoot(t, ctx, dir, "workers")
 }

@@ -13,34 +13,23 @@ type typeCounts struct {
 	At                       time.Time
 	Ready, Leased, Scheduled int
 	Dead                     int64
-	// Exact is false when a lane scan hit the budget: counts are lower
+	// Exact is false when the count hit the budget: counts are lower
 	// bounds.
 	Exact       bool
 	OldestReady time.Time
-	// Lanes were the schema-1 lanes' counts; quick.Depth counts zones and
-	// tenants, so this stays empty until the lanes page shows a zone's
-	// lanes (quick.Queue.ZoneInfo).
-	Lanes []laneCount
-	// Tenants are the busiest tenants (quick.Depth).
-	Tenants []quick.TenantDepth
+	// Tenants are the tenants with the most ready work, most first.
+	Tenants      []quick.TenantDepth
+	TenantsExact bool
 }
 
-// laneCount is one lane's counts on the lanes page.
-type laneCount struct {
-	Lane, Ready, Leased, Scheduled int
-	Exact                          bool
-	OldestReady                    time.Time
-}
-
-// typeCounts reads a task type's counts: quick.Queue.Depth (at most
-// 10 × Budget keys read, in two round trips, and the dead-letter counter).
-func (h *Handler) typeCounts(ctx context.Context, t string) (typeCounts, error) {
-	d, err := h.q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: 10 * h.cfg.Budget})
+// typeCounts reads a task type's counts across its tenants' zones, with
+// its top tenants: quick.Queue.Depth (at most Budget keys, and one point
+// read of the dead letters' counter).
+func (h *Handler) typeCounts(ctx context.Context, t string, top int) (typeCounts, error) {
+	d, err := h.q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: h.cfg.Budget, TopTenants: top})
 	if err != nil {
 		return typeCounts{}, err
 	}
-	return typeCounts{
-		TaskType: t, At: h.now(), Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Dead: d.Dead,
-		Exact: d.Exact, OldestReady: d.OldestReady, Tenants: d.Tenants,
-	}, nil
+	return typeCounts{TaskType: t, At: h.now(), Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Dead: d.Dead,
+		Exact: d.Exact, OldestReady: d.OldestReady, Tenants: d.Tenants, TenantsExact: d.TenantsExact}, nil
 }

@@ -1,6 +1,6 @@
 // Package ui is quickfdb's operator console: an http.Handler with pages for
-// the queue's task types, lanes, jobs, dead letters, cron schedules and
-// workers, and confirmed actions (requeue, cancel, purge, cron repair,
+// the queue's task types, its tenants and each tenant's zone (its lanes),
+// jobs, dead letters, cron schedules and workers, and confirmed actions (requeue, cancel, purge, cron repair,
 // pause and resume of a task type, run now, cancel and requeue by filter).
 // It serves no /metrics: mount metrics.Handler() beside it (quick ui does).
 //
@@ -14,7 +14,7 @@
 // or run it with `quick ui --listen 127.0.0.1:8080`. It is built on the
 // standard library alone (net/http, html/template, embedded assets; plain
 // JavaScript refreshes the live parts of a page). Every number it shows and
-// every action it takes is a call of the quick, cron or lanes packages, with
+// every action it takes is a call of the quick, cron or worker packages, with
 // the cost those document; nothing reads or writes keys behind the
 // library's back. See docs/ui.md.
 package ui

@@ -40,7 +40,7 @@ func newFixture(t *testing.T, cfg ui.Config) *fixture {
 	t.Cleanup(func() { db.Close() })
 	clk := clock.NewFake(epoch)
 	ctx := context.Background()
-	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"t"}), quick.Options{Clock: clk, MaxAttempts: 1}) // TODO(issue 21, console): was Lanes: 8
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"t"}), testOptions(quick.Options{Clock: clk, MaxAttempts: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +62,47 @@ func newFixture(t *testing.T, cfg ui.Config) *fixture {
 	return f
 }
 
-// seed enqueues ready, scheduled, leased and dead jobs of two types.
+// testOptions are the options of the tests' queues.
+func testOptions(o quick.Options) quick.Options { return o }
+
+// claim takes o.Max jobs, claim after claim (each takes from one lane of
+// one zone).
+func claim(t testing.TB, q *quick.Queue, o quick.ClaimOptions) []quick.Lease {
+	t.Helper()
+	var got []quick.Lease
+	for range o.Max {
+		want := o
+		want.Max = o.Max - len(got)
+		c, err := q.Consumer().Claim(context.Background(), want)
+		if err != nil {
+			t.Fatalf("claim %s: %v", o.TaskType, err)
+		}
+		got = append(got, c.Jobs...)
+		if len(got) >= o.Max || len(c.Jobs) == 0 {
+			break
+		}
+	}
+	if len(got) != o.Max {
+		t.Fatalf("claim %s: %d jobs, want %d", o.TaskType, len(got), o.Max)
+	}
+	return got
+}
+
+// seed enqueues ready, scheduled, leased and dead jobs of two types, for
+// three tenants and none: 12 ready emails (8 of acme, 4 of globex), 5
+// emails of later scheduled, 6 webhooks without a tenant.
 func (f *fixture) seed() {
 	f.t.Helper()
 	var jobs []quick.NewJob
 	for i := range 12 {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
+		tenant := "acme"
+		if i%3 == 2 {
+			tenant = "globex"
+		}
+		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: tenant, Payload: fmt.Appendf(nil, `{"n":%d}`, i)})
 	}
 	for i := range 5 {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", Delay: time.Duration(i+1) * time.Minute, UniqueKey: fmt.Sprintf("later-%d", i)})
+		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: "later", Delay: time.Duration(i+1) * time.Minute, UniqueKey: fmt.Sprintf("later-%d", i)})
 	}
 	for i := range 6 {
 		jobs = append(jobs, quick.NewJob{TaskType: "webhook", Payload: []byte{0xff, byte(i)}})
@@ -79,25 +111,20 @@ func (f *fixture) seed() {
 		f.t.Fatal(err)
 	}
 	// 3 email jobs leased; 4 webhooks dead (2 with "410", 2 with "timeout").
-	if _, err := f.q.Consumer().Claim(f.ctx, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: time.Minute}); err != nil {
-		f.t.Fatal(err)
-	}
+	claim(f.t, f.q, quick.ClaimOptions{TaskType: "email", Holder: "worker-a", Max: 3, Lease: time.Minute})
 	for i := range 4 {
-		res, err := f.q.Consumer().Claim(f.ctx, quick.ClaimOptions{TaskType: "webhook", Holder: "worker-b", Max: 1, Lease: time.Minute})
-		if err != nil || len(res.Jobs) != 1 {
-			f.t.Fatalf("claim webhook: %v %v", res, err)
-		}
+		l := claim(f.t, f.q, quick.ClaimOptions{TaskType: "webhook", Holder: "worker-b", Max: 1, Lease: time.Minute})[0]
 		msg := "remote answered 410 Gone"
 		if i%2 == 1 {
 			msg = "timeout after 30s"
 		}
-		if err := f.q.Fail(f.ctx, res.Jobs[0], msg); err != nil {
+		if err := f.q.Fail(f.ctx, l, msg); err != nil {
 			f.t.Fatalf("fail: %v", err)
 		}
-		if info, err := f.q.Get(f.ctx, res.Jobs[0].ID); err != nil || info.State != quick.StateDead {
+		if info, err := f.q.Get(f.ctx, l.ID); err != nil || info.State != quick.StateDead {
 			f.t.Fatalf("failed job %+v %v, want dead", info, err)
 		}
-		f.dead = append(f.dead, res.Jobs[0].ID)
+		f.dead = append(f.dead, l.ID)
 		f.clk.Advance(time.Second)
 	}
 }
@@ -154,6 +181,11 @@ func cell(t *testing.T, body, taskType, k string) int {
 func (f *fixture) state(id quick.ID) quick.State {
 	f.t.Helper()
 	j, err := f.q.Get(f.ctx, id)
+	if quick.IsNotFound(err) {
+		// A finished zones job is not found until issue 21's surfaces make
+		// Get tell it finished.
+		return quick.StateFinished
+	}
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -95,9 +95,9 @@ func (h *Handler) sampleLoop(ctx context.Context) {
 	}
 }
 
-// Sample records one history sample: per task type, the counts of
-// quick.Queue.LaneCounts (3 range reads per lane, each at most Budget keys)
-// and DeadCount (one read); and the in-process workers' counters. The
+// Sample records one history sample: per task type, its counts across its
+// tenants' zones (quick.Queue.Depth, at most Budget keys, and the dead
+// letters' counter); and the in-process workers' counters. The
 // sampler calls it every SampleEvery; tests call it directly.
 func (h *Handler) Sample(ctx context.Context) error {
 	types, err := h.q.TaskTypes(ctx)
@@ -105,7 +105,7 @@ func (h *Handler) Sample(ctx context.Context) error {
 		return err
 	}
 	for _, t := range types[:min(len(types), maxTypesTracked)] {
-		c, err := h.typeCounts(ctx, t)
+		c, err := h.typeCounts(ctx, t, 1)
 		if err != nil {
 			return err
 		}

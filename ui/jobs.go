@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,17 +20,27 @@ import (
 const maxPage = 500
 
 type jobsFilter struct {
-	Type   string
-	State  string
-	Unique string
-	ID     string
-	Limit  int
-	After  string
+	Type string
+	// Tenant filters by item space; NoTenant lists the zone of jobs with
+	// none instead. Neither: every tenant.
+	Tenant   string
+	NoTenant bool
+	State    string
+	Unique   string
+	ID       string
+	Limit    int
+	After    string
 }
 
 func (f jobsFilter) query(after string) string {
 	v := url.Values{}
 	v.Set("type", f.Type)
+	if f.Tenant != "" {
+		v.Set("tenant", f.Tenant)
+	}
+	if f.NoTenant {
+		v.Set("notenant", "1")
+	}
 	if f.State != "" {
 		v.Set("state", f.State)
 	}
@@ -84,12 +95,14 @@ func trunc(s string, n int) string {
 }
 
 // jobsPage lists jobs with quick.Queue.List (scheduled, ready, leased; a
-// bounded page of range reads) or ListDead, finds one by ID (redirect to
-// its page) or by unique key (quick.Queue.UniqueHolder: two point reads).
+// page of at most 5,000 keys read) or ListDead, finds one
+// by ID (redirect to its page) or by unique key (quick.Queue.UniqueHolder:
+// two point reads).
 func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	qv := r.URL.Query()
-	f := jobsFilter{Type: qv.Get("type"), State: qv.Get("state"), Unique: qv.Get("unique"), ID: strings.TrimSpace(qv.Get("id")), After: qv.Get("after")}
+	f := jobsFilter{Type: qv.Get("type"), State: qv.Get("state"), Unique: qv.Get("unique"), ID: strings.TrimSpace(qv.Get("id")), After: qv.Get("after"),
+		Tenant: qv.Get("tenant"), NoTenant: qv.Get("notenant") != ""}
 	if f.ID != "" {
 		id, err := quick.ParseID(f.ID)
 		if err != nil {
@@ -132,8 +145,12 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)
 		return
 	}
-	if d.Total, err = h.typeCounts(ctx, f.Type); err != nil {
+	if d.Total, err = h.typeCounts(ctx, f.Type, 1); err != nil {
 		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	if !slices.Contains(types, f.Type) {
+		h.fail(w, r, http.StatusNotFound, unknownType(f.Type))
 		return
 	}
 	switch {
@@ -173,7 +190,14 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
 		}
 	default:
-		page, err := h.q.List(ctx, quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after})
+		o := quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after}
+		switch {
+		case f.NoTenant:
+			o.ItemSpaces = []string{""}
+		case f.Tenant != "":
+			o.ItemSpaces = []string{f.Tenant}
+		}
+		page, err := h.q.List(ctx, o)
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return
@@ -191,7 +215,7 @@ type jobData struct {
 	Payload     string
 	PayloadKind string // "json", "text" or "hex"
 	Where       string
-	Key         string
+	ZoneURL     string
 	Cancelable  bool
 	Requeueable bool
 	RunNow      bool
@@ -201,8 +225,7 @@ type jobData struct {
 // maxShownPayload bounds the payload bytes a job page shows.
 const maxShownPayload = 16 << 10
 
-// jobPage shows one job: quick.Queue.Get (point reads; a leased job that
-// moved costs a range read per lane over the lease window).
+// jobPage shows one job: quick.Queue.Get (point reads).
 func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	id, err := quick.ParseID(r.PathValue("id"))
 	if err != nil {
@@ -219,20 +242,20 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	switch j.State {
 	case quick.StateScheduled, quick.StateReady, quick.StateLeased:
 		at := j.RunAt.UTC().Format("2006-01-02 15:04:05.000Z")
+		zone := fmt.Sprintf("lane %d of %s's zone, %s priority", j.Lane, tenantName(j.ItemSpace), j.Priority)
 		switch j.State {
 		case quick.StateLeased:
-			d.Where = fmt.Sprintf("lane %d, %s priority, leased until %s (the key vests again then, unless the holder renews the lease)", j.Lane, j.Priority, at)
+			d.Where = fmt.Sprintf("%s; leased until %s (it runs again then, unless its worker renews the lease)", zone, at)
 		case quick.StateReady:
-			d.Where = fmt.Sprintf("lane %d, %s priority, vested at %s: waiting for a worker", j.Lane, j.Priority, at)
+			d.Where = fmt.Sprintf("%s; ready since %s: waiting for a worker", zone, at)
 		default:
-			d.Where = fmt.Sprintf("lane %d, %s priority, vests at %s", j.Lane, j.Priority, at)
+			d.Where = fmt.Sprintf("%s; runs at %s", zone, at)
 		}
-		d.Key = fmt.Sprintf(`S(1,"s",%q,%d,%d,%d,%s)`, j.TaskType, j.Lane, int64(j.Priority), j.RunAt.UnixMilli(), j.ID)
+		d.ZoneURL = h.zoneURL(j.TaskType, j.ItemSpace)
 		d.Cancelable = true
 		d.RunNow = j.State == quick.StateScheduled
 	case quick.StateDead:
 		d.Where = "in the dead letters since " + j.DeadAt.UTC().Format("2006-01-02 15:04:05.000Z")
-		d.Key = fmt.Sprintf(`S(1,"d",%q,%d,%s)`, j.TaskType, j.DeadAt.UnixMilli(), j.ID)
 		d.Cancelable, d.Requeueable = true, true
 	case quick.StateFinished:
 		d.Where = "gone from the queue: completed or cancelled; its enqueue marker is kept for the idempotency window"

@@ -1,11 +1,11 @@
 package ui
 
 import (
-	"github.com/quickfdb/quickfdb/internal/present"
-
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/quickfdb/quickfdb/internal/present"
 )
 
 // overviewRow is one task type on the overview.
@@ -13,7 +13,9 @@ type overviewRow struct {
 	typeCounts
 	OldestAge string
 	Workers   int
-	Chart     chart
+	// Top is the tenants with the most ready work (at most overviewTop).
+	Top   []topTenant
+	Chart chart
 	// DeadLastHour is how many dead letters the type gained in the
 	// sampled window (a drop, from a purge or requeue, counts as zero).
 	DeadLastHour int64
@@ -21,6 +23,14 @@ type overviewRow struct {
 	// (quick.Queue.Pause), and PausedFor since when.
 	Paused    bool
 	PausedFor string
+}
+
+// topTenant is a tenant the overview names, with its ready work.
+type topTenant struct {
+	Name  string
+	Ready int
+	Exact bool
+	URL   string
 }
 
 type overviewData struct {
@@ -32,10 +42,13 @@ type overviewData struct {
 	Budget     int
 }
 
-// overview: per task type, its counts (typeCounts: LaneCounts + DeadCount),
-// its registered workers (one registry snapshot per type), whether it is
-// paused (one range read of the paused types for the page) and its charts
-// from the in-process history.
+// overviewTop is how many top tenants the overview names per task type.
+const overviewTop = 3
+
+// overview: per task type, its counts and top tenants (typeCounts:
+// quick.Queue.Depth), its live workers (one read of the workers' presence
+// for the page), whether it is paused (one range read of the paused types
+// for the page) and its charts from the in-process history.
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	types, err := h.q.TaskTypes(ctx)
@@ -53,22 +66,31 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget,
 		Sampled: "every " + h.cfg.SampleEvery.String() + ", kept 1h, in this process"}
 	types, d.Cut = capTypes(types)
+	workers, err := h.listWorkers(ctx)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
 	for _, t := range types {
-		c, err := h.typeCounts(ctx, t)
+		c, err := h.typeCounts(ctx, t, overviewTop)
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return
 		}
 		row := overviewRow{typeCounts: c, OldestAge: "-"}
+		for _, td := range c.Tenants {
+			if td.Ready > 0 {
+				row.Top = append(row.Top, topTenant{Name: tenantName(td.ItemSpace), Ready: td.Ready, Exact: td.Exact, URL: h.zoneURL(t, td.ItemSpace)})
+			}
+		}
 		if !c.OldestReady.IsZero() {
 			row.OldestAge = present.Age(now.Sub(c.OldestReady))
 		}
-		members, err := h.reg.Snapshot(ctx, t)
-		if err != nil {
-			h.fail(w, r, statusOf(err), err)
-			return
+		for _, p := range workers {
+			if slices.Contains(p.TaskTypes, t) {
+				row.Workers++
+			}
 		}
-		row.Workers = len(members)
 		if at, ok := paused[t]; ok {
 			row.Paused, row.PausedFor = true, present.Age(now.Sub(at))
 		}
@@ -101,88 +123,6 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "overview", "Overview", true, d)
 }
 
-// laneCell is one lane of the heat strip.
-type laneCell struct {
-	Lane                     int
-	Ready, Leased, Scheduled int
-	Exact                    bool
-	Level                    int // 0 (empty) to 8 (the busiest lane)
-	Watchers                 int // registered workers watching the lane
-	OldestAge                string
-}
-
-type laneStrip struct {
-	TaskType string
-	Cells    []laneCell
-	Total    typeCounts
-	Peak     int
-	Workers  int
-	Uncover  int // lanes no registered worker watches
-}
-
-type lanesData struct {
-	Types  []laneStrip
-	Cut    int
-	Lanes  int
-	Budget int
-}
-
-// lanesPage: per task type, LaneCounts and a registry snapshot (who watches
-// which lane).
-func (h *Handler) lanesPage(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	types, err := h.q.TaskTypes(ctx)
-	if err != nil {
-		h.fail(w, r, statusOf(err), err)
-		return
-	}
-	now := h.now()
-	d := lanesData{Lanes: legacyLanes, Budget: h.cfg.Budget} // TODO(issue 21, console): Queue.Lanes is gone
-	types, d.Cut = capTypes(types)
-	for _, t := range types {
-		c, err := h.typeCounts(ctx, t)
-		if err != nil {
-			h.fail(w, r, statusOf(err), err)
-			return
-		}
-		members, err := h.reg.Snapshot(ctx, t)
-		if err != nil {
-			h.fail(w, r, statusOf(err), err)
-			return
-		}
-		watch := make([]int, legacyLanes)
-		for _, m := range members {
-			for _, l := range m.Info.Lanes {
-				if l >= 0 && l < len(watch) {
-					watch[l]++
-				}
-			}
-		}
-		s := laneStrip{TaskType: t, Total: c, Workers: len(members)}
-		for _, l := range c.Lanes {
-			s.Peak = max(s.Peak, l.Ready+l.Leased)
-		}
-		for _, l := range c.Lanes {
-			cell := laneCell{Lane: l.Lane, Ready: l.Ready, Leased: l.Leased, Scheduled: l.Scheduled, Exact: l.Exact, OldestAge: "-"}
-			if load := l.Ready + l.Leased; load > 0 && s.Peak > 0 {
-				cell.Level = max(1, min(8, (load*8+s.Peak-1)/s.Peak))
-			}
-			if l.Lane < len(watch) {
-				cell.Watchers = watch[l.Lane]
-			}
-			if len(members) > 0 && cell.Watchers == 0 {
-				s.Uncover++
-			}
-			if !l.OldestReady.IsZero() {
-				cell.OldestAge = present.Age(now.Sub(l.OldestReady))
-			}
-			s.Cells = append(s.Cells, cell)
-		}
-		d.Types = append(d.Types, s)
-	}
-	h.render(w, r, http.StatusOK, "lanes", "Lanes", true, d)
-}
-
 // typeChoice returns the task type a page shows: the one asked for, else
 // the first the queue knows ("" when there is none).
 func typeChoice(asked string, types []string) string {
@@ -192,7 +132,7 @@ func typeChoice(asked string, types []string) string {
 	return slices.Min(types)
 }
 
-// capTypes bounds the task types a page reads (each costs a LaneCounts), so
+// capTypes bounds the task types a page reads (each costs a count), so
 // a page's cost does not grow without bound with the number of types.
 func capTypes(types []string) ([]string, int) {
 	if len(types) <= maxTypesTracked {
@@ -200,7 +140,3 @@ func capTypes(types []string) ([]string, int) {
 	}
 	return types[:maxTypesTracked], len(types) - maxTypesTracked
 }
-
-// legacyLanes stands for the removed Queue.Lanes (schema 1's lane count).
-// TODO(issue 21, console): the lanes page shows a zone's lanes instead.
-const legacyLanes = 16

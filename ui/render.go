@@ -32,7 +32,7 @@ func staticHandler() http.Handler {
 // pageSet holds one template per page, each the layout plus the page.
 type pageSet map[string]*template.Template
 
-var pageNames = []string{"overview", "lanes", "zones", "jobs", "job", "dead", "cron", "workers", "confirm", "error"}
+var pageNames = []string{"overview", "tenants", "zone", "jobs", "job", "dead", "cron", "workers", "confirm", "error"}
 
 func parsePages() (pageSet, error) {
 	ps := pageSet{}

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
-	"github.com/quickfdb/quickfdb/tuple"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
@@ -32,9 +30,9 @@ type Config struct {
 	Prefix string
 	// Logger receives action records and errors; default discards.
 	Logger *slog.Logger
-	// Budget is the most keys each lane and priority scan reads when
-	// counting (quick.Queue.LaneCounts); default 1,000. A count that hit it
-	// is shown as a lower bound (≥N).
+	// Budget is the most keys a task type's count reads, across its
+	// tenants' zones (quick.Queue.Depth); default 10,000. A count that hit
+	// it is shown as a lower bound (≥N).
 	Budget int
 	// Refresh is how often pages refresh their live parts; default 2 s.
 	Refresh time.Duration
@@ -58,7 +56,6 @@ type Config struct {
 type Handler struct {
 	cfg     Config
 	q       *quick.Queue
-	reg     *lanes.Registry
 	log     *slog.Logger
 	clk     clock.Clock
 	mux     *http.ServeMux
@@ -83,7 +80,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.Budget <= 0 {
-		cfg.Budget = 1000
+		cfg.Budget = 10_000
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 2 * time.Second
@@ -100,7 +97,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg: cfg, q: cfg.Queue, log: cfg.Logger, clk: cfg.Clock, pages: pages,
-		reg:   lanes.NewRegistry(cfg.Queue.DB(), registrySpace(cfg.Queue), lanes.Options{}),
 		hist:  newHistory(time.Hour, cfg.SampleEvery),
 		guard: http.NewCrossOriginProtection(),
 		done:  make(chan struct{}),
@@ -149,8 +145,13 @@ func (h *Handler) routes() {
 	m := http.NewServeMux()
 	m.Handle("GET /static/", http.StripPrefix("/static/", staticHandler()))
 	m.HandleFunc("GET /{$}", h.overview)
-	m.HandleFunc("GET /lanes", h.lanesPage)
-	m.HandleFunc("GET /zones", h.zonesPage)
+	m.HandleFunc("GET /tenants", h.tenantsPage)
+	m.HandleFunc("GET /zone", h.zonePage)
+	m.HandleFunc("GET /lanes", func(w http.ResponseWriter, r *http.Request) {
+		// The lanes page became a zone's lanes (issue 21): its zones are
+		// found from the tenants page.
+		http.Redirect(w, r, h.cfg.Prefix+"/tenants", http.StatusMovedPermanently)
+	})
 	m.HandleFunc("GET /jobs", h.jobsPage)
 	m.HandleFunc("GET /jobs/{id}", h.jobPage)
 	m.HandleFunc("GET /dead", h.deadPage)
@@ -162,10 +163,6 @@ func (h *Handler) routes() {
 	})
 	h.mux = m
 }
-
-// registrySpace is where the worker runtime keeps the lanes registry:
-// S(1,"w") beside the queue's keys (worker/worker.go opens it there).
-func registrySpace(q *quick.Queue) tuple.Subspace { return q.Root().Sub("w") }
 
 // now is the console's clock reading.
 func (h *Handler) now() time.Time { return h.clk.Now() }

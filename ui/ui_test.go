@@ -29,13 +29,14 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestPagesServe(t *testing.T) {
 	f := newFixture(t, ui.Config{})
 	// An empty queue first: every page says so, none fails.
-	for _, p := range []string{"/", "/lanes", "/jobs", "/dead", "/cron", "/workers"} {
+	for _, p := range []string{"/", "/tenants", "/zone", "/jobs", "/dead", "/cron", "/workers"} {
 		if r := f.get(p); r.status != http.StatusOK {
 			t.Errorf("empty queue: GET %s = %d: %s", p, r.status, r.body)
 		}
 	}
 	f.seed()
-	for _, p := range []string{"/", "/lanes", "/jobs", "/jobs?type=email&state=ready", "/jobs?type=email&state=scheduled",
+	for _, p := range []string{"/", "/tenants", "/tenants?type=email", "/zone?type=email&tenant=acme", "/zone?type=webhook&tenant=",
+		"/jobs", "/jobs?type=email&tenant=acme", "/jobs?type=webhook&notenant=1", "/jobs?type=email&state=ready", "/jobs?type=email&state=scheduled",
 		"/jobs?type=email&state=leased", "/jobs?type=webhook&state=dead", "/dead", "/dead?type=webhook", "/cron", "/workers",
 		"/jobs/" + f.dead[0].String(), "/static/style.css", "/static/app.js"} {
 		if r := f.get(p); r.status != http.StatusOK {
@@ -44,23 +45,18 @@ func TestPagesServe(t *testing.T) {
 	}
 }
 
-// TestOverviewCountsMatchLibrary: the overview shows what Depth and
-// DeadCount say.
+// TestOverviewCountsMatchLibrary: the overview shows what Depth says, for
+// a queue of several tenants.
 func TestOverviewCountsMatchLibrary(t *testing.T) {
 	f := newFixture(t, ui.Config{})
 	f.seed()
 	body := f.get("/").body
 	for _, typ := range []string{"email", "webhook"} {
-		dp, err := f.q.Depth(f.ctx, quick.DepthOptions{TaskType: typ})
+		d, err := f.q.Depth(f.ctx, quick.DepthOptions{TaskType: typ})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ready, leased, sched := dp.Ready, dp.Leased, dp.Scheduled
-		dead, err := f.q.DeadCount(f.ctx, typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, want := range map[string]int{"ready": ready, "leased": leased, "scheduled": sched, "dead": int(dead)} {
+		for k, want := range map[string]int{"ready": d.Ready, "leased": d.Leased, "scheduled": d.Scheduled, "dead": int(d.Dead)} {
 			if got := cell(t, body, typ, k); got != want {
 				t.Errorf("%s %s: page shows %d, library says %d", typ, k, got, want)
 			}
@@ -70,6 +66,10 @@ func TestOverviewCountsMatchLibrary(t *testing.T) {
 	if cell(t, body, "email", "ready") != 9 || cell(t, body, "email", "leased") != 3 ||
 		cell(t, body, "email", "scheduled") != 5 || cell(t, body, "webhook", "dead") != 4 {
 		t.Errorf("seeded counts not shown:\n%s", body)
+	}
+	// The top tenants link to their zones.
+	if !strings.Contains(body, `href="/zone?tenant=acme&amp;type=email"`) {
+		t.Errorf("no link to acme's zone:\n%s", body)
 	}
 }
 
@@ -102,8 +102,13 @@ func TestJobFilters(t *testing.T) {
 		t.Fatalf("by ID: %d %q", r.status, r.loc)
 	}
 	body = f.get(r.loc).body
-	if !strings.Contains(body, "scheduled") || !strings.Contains(body, `S(1,&#34;s&#34;,&#34;email&#34;`) {
-		t.Errorf("job page lacks state or key:\n%s", body)
+	if !strings.Contains(body, "scheduled") || !strings.Contains(body, "of later&#39;s zone") || !strings.Contains(body, `href="/zone?tenant=later&amp;type=email"`) {
+		t.Errorf("job page lacks state or zone:\n%s", body)
+	}
+	// By tenant: acme's ready jobs only.
+	body = f.get("/jobs?type=email&state=ready&tenant=globex").body
+	if n := strings.Count(body, `<tr data-id=`); n == 0 || n != strings.Count(body, "<td>globex</td>") {
+		t.Errorf("tenant globex: %d rows, not all globex's:\n%s", n, body)
 	}
 	// Paging: limit 4 over 9 ready jobs gives a next link that continues.
 	body = f.get("/jobs?type=email&state=ready&limit=4").body

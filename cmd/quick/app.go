@@ -78,9 +78,6 @@ const (
 	flagSubspace    = "subspace"
 	flagDirectory   = "directory"
 	flagOutput      = "output"
-	flagLanes       = "lanes"
-	flagLayout      = "layout"
-	flagTrackable   = "trackable"
 )
 
 func newApp(d deps) *cli.App {
@@ -98,7 +95,7 @@ func newApp(d deps) *cli.App {
 		Name:  "quick",
 		Usage: "operate a quickfdb job queue on FoundationDB",
 		Description: "Flags may come anywhere after quick: before or after the command and its arguments (quick jobs cancel ID --yes).\n" +
-			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or `quick demo`.",
+			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or quick demo.",
 		Reader:          d.Stdin,
 		Writer:          d.Stdout,
 		ErrWriter:       d.Stderr,
@@ -116,12 +113,6 @@ func newApp(d deps) *cli.App {
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
 				Usage: "directory layer path a/b/c holding the queue (FoundationDB only); --subspace then nests inside it"},
 			outputFlag(true),
-			&cli.IntFlag{Name: flagLanes, Value: 0, Hidden: true,
-				Usage: "lane count of a queue created by this command (0: 16 for a new queue, the stored count for an existing one, which any other value must match)"},
-			&cli.StringFlag{Name: flagLayout, EnvVars: []string{"QUICK_LAYOUT"},
-				Usage: "where the queue puts new jobs: lanes (schema 1) or zones (a queue per tenant and task type, with a pointer index); `quick lanes` then also shows zones", DefaultText: "lanes"},
-			&cli.StringSliceFlag{Name: flagTrackable,
-				Usage: "task type whose zones jobs keep a lookup index, so jobs show/cancel/run-now find them by ID (repeatable; --layout zones)"},
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {
@@ -196,17 +187,6 @@ func globalStringSlice(c *cli.Context, name string) []string {
 	return nil
 }
 
-// layoutOf checks --layout. TODO(issue 21, console): the flag is moot
-// (zones is the one layout since issue 21); remove it.
-func layoutOf(c *cli.Context) (string, error) {
-	switch l := globalString(c, flagLayout); l {
-	case "", "lanes", "zones":
-		return "zones", nil
-	default:
-		return "", fmt.Errorf("invalid --layout %q: want zones", l)
-	}
-}
-
 // queue opens the database and the queue the global flags name, once per run.
 func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if a.q != nil {
@@ -220,20 +200,9 @@ func (a *app) queue(c *cli.Context) (*quick.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := layoutOf(c); err != nil {
-		return nil, err
-	}
-	var types map[string]quick.TaskTypeOptions
-	for _, t := range globalStringSlice(c, flagTrackable) {
-		if types == nil {
-			types = map[string]quick.TaskTypeOptions{}
-		}
-		types[t] = quick.TaskTypeOptions{}
-	}
 	q, err := quick.Open(c.Context, db, space, quick.Options{
-		Clock:     a.d.Clock,
-		Logger:    slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		TaskTypes: types,
+		Clock:  a.d.Clock,
+		Logger: slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the queue under %s: %w", describeSpace(c), err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -170,7 +172,7 @@ func TestJSONShapes(t *testing.T) {
 	f := h.fill()
 	h.ok("cron", "add", "--name", "nightly", "--spec", "@daily", "--type", "report")
 	for _, args := range [][]string{
-		{"stats"}, {"lanes", "--type", "report"}, {"workers"}, {"cron", "list"},
+		{"stats"}, {"lanes", "--type", "report"}, {"tenants"}, {"workers"}, {"cron", "list"},
 		{"jobs", "list", "--type", "email", "--limit", "2"}, {"jobs", "show", f.report[0].String()},
 		{"dead", "list", "--type", "email"}, {"dead", "requeue", f.dead[0].String()},
 		{"enqueue", "--type", "email"}, {"cron", "repair"},
@@ -234,4 +236,57 @@ func TestStatsWatch(t *testing.T) {
 		t.Errorf("frames: %q", frames)
 	}
 	h.fails("invalid --interval", "stats", "--watch", "--interval", "0s")
+}
+
+// TestHelpText: no command's help shows a placeholder made of a backquoted
+// word (urfave/cli turns `x` in a flag's usage into the flag's value name:
+// "--waitable quick jobs wait"), a flag with two defaults, or a flag that
+// is gone (--layout, --lanes, --lane, --budget of lanes).
+func TestHelpText(t *testing.T) {
+	h := newHarness(t)
+	h.fails("invalid --timeout -1s", "jobs", "wait", h.id(1).String(), "--timeout", "-1s")
+	var paths [][]string
+	for _, c := range newApp(deps{}).Commands {
+		paths = append(paths, []string{c.Name})
+		for _, s := range c.Subcommands {
+			paths = append(paths, []string{c.Name, s.Name})
+		}
+	}
+	paths = append(paths, nil)
+	for _, p := range paths {
+		out := h.ok(append(p, "--help")...)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "`") {
+				t.Errorf("quick %v --help: a backquote: %q", p, l)
+			}
+			if strings.Count(l, "(default") > 1 {
+				t.Errorf("quick %v --help: two defaults: %q", p, l)
+			}
+			for _, gone := range []string{"--layout", "--lanes ", "--lane ", "lanes registry"} {
+				if strings.Contains(l, gone) {
+					t.Errorf("quick %v --help: %q is gone: %q", p, gone, l)
+				}
+			}
+		}
+	}
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands checked", len(paths))
+	}
+	// The backquotes themselves vanish from the help, so look at the
+	// flags' usage strings.
+	check := func(where string, fs []cli.Flag) {
+		for _, f := range fs {
+			if u, ok := f.(interface{ GetUsage() string }); ok && strings.Contains(u.GetUsage(), "`") {
+				t.Errorf("%s --%s: a backquoted word in its usage becomes the value placeholder: %q", where, f.Names()[0], u.GetUsage())
+			}
+		}
+	}
+	app := newApp(deps{})
+	check("quick", app.Flags)
+	for _, c := range app.Commands {
+		check("quick "+c.Name, c.Flags)
+		for _, s := range c.Subcommands {
+			check("quick "+c.Name+" "+s.Name, s.Flags)
+		}
+	}
 }

@@ -134,6 +134,9 @@ func (a *app) jobsWait(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if d := c.Duration("timeout"); d < 0 {
+		return fmt.Errorf("invalid --timeout %v: want a positive duration (none: wait until interrupted)", d)
+	}
 	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err

@@ -29,13 +29,17 @@ import (
 func (a *app) demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run a queue, workers and a cron schedule in this process on the embedded engine, and watch them",
-		Description: "Enqueues a mix of jobs (immediate and delayed, three priorities, some that fail and retry,\n" +
-			"some that dead-letter, long ones that checkpoint, long ones whose lease is renewed), registers\n" +
-			"a cron schedule, runs --workers workers, kills one mid-run (no cleanup: its jobs come back when\n" +
-			"their 10 s leases lapse, the queue's minimum) and shows the lanes live until the work drains or\n" +
-			"--duration passes. While no job is ready to run, the demo's clock (leases, delays, heartbeats and\n" +
-			"job times alike) runs --fast-forward times faster, so waiting for a lease to lapse takes 2 s, not 10.\n" +
+		Usage: "run a queue of several tenants, workers and a cron schedule in this process on the embedded engine, and watch them",
+		Description: "Enqueues a mix of jobs for six tenants, one of them hot (about half the jobs): immediate and\n" +
+			"delayed, three priorities, some that fail and retry, some that dead-letter, long ones that\n" +
+			"checkpoint, long ones whose lease is renewed. Each tenant's jobs of a task type are its zone;\n" +
+			"the hot tenant's zone backs up, grows its lanes and splits its backlog so several workers drain\n" +
+			"it at once, while the other tenants' jobs still start at once. It registers a cron schedule, runs\n" +
+			"--workers workers, kills one mid-run (no cleanup: its jobs come back when their 10 s leases\n" +
+			"lapse, the queue's minimum) and shows the task types, their top tenants and the hot zone's lanes\n" +
+			"live until the work drains or --duration passes. While no job is ready to run, the demo's clock\n" +
+			"(leases, delays, heartbeats and job times alike) runs --fast-forward times faster, so waiting for\n" +
+			"a lease to lapse takes 2 s, not 10.\n" +
 			"It always uses the embedded engine (memkv), whatever the connection flags say.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"n"}, Value: 200, Usage: "jobs to enqueue"},
@@ -201,26 +205,28 @@ func (s *demoCounts) orphan(w string) int {
 
 // demoSummary is the demo's outcome (--output json prints it).
 type demoSummary struct {
-	Drained       bool         `json:"drained"`
-	Interrupted   bool         `json:"interrupted"`
-	ElapsedMs     int64        `json:"elapsed_ms"`
-	ClockMs       int64        `json:"demo_clock_ms"`
-	Jobs          int          `json:"jobs"`
-	Delayed       int          `json:"delayed"`
-	Completed     int64        `json:"completed"`
-	DeadLetters   int64        `json:"dead_letters"`
-	Remaining     laneRow      `json:"remaining"`
-	Runs          int64        `json:"runs"`
-	Retries       int64        `json:"retries"`
-	Takeovers     int64        `json:"lease_takeovers"`
-	Resumed       int64        `json:"resumed_from_checkpoint"`
-	CronRuns      int64        `json:"cron_runs"`
-	Killed        string       `json:"killed_worker,omitempty"`
-	KilledHolding int          `json:"killed_holding,omitempty"`
-	KilledAtMs    int64        `json:"killed_at_ms,omitempty"`
-	Stats         kv.Stats     `json:"fdb_operations"`
-	PerJob        kv.PerUnit   `json:"fdb_operations_per_job"`
-	Workers       []workerStat `json:"workers"`
+	Drained       bool             `json:"drained"`
+	Interrupted   bool             `json:"interrupted"`
+	ElapsedMs     int64            `json:"elapsed_ms"`
+	ClockMs       int64            `json:"demo_clock_ms"`
+	Jobs          int              `json:"jobs"`
+	Delayed       int              `json:"delayed"`
+	Completed     int64            `json:"completed"`
+	DeadLetters   int64            `json:"dead_letters"`
+	Remaining     countRow         `json:"remaining"`
+	Tenants       []demoTenantJobs `json:"tenants"`
+	ZonesGrown    []zoneGrowth     `json:"zones_grown"`
+	Runs          int64            `json:"runs"`
+	Retries       int64            `json:"retries"`
+	Takeovers     int64            `json:"lease_takeovers"`
+	Resumed       int64            `json:"resumed_from_checkpoint"`
+	CronRuns      int64            `json:"cron_runs"`
+	Killed        string           `json:"killed_worker,omitempty"`
+	KilledHolding int              `json:"killed_holding,omitempty"`
+	KilledAtMs    int64            `json:"killed_at_ms,omitempty"`
+	Stats         kv.Stats         `json:"fdb_operations"`
+	PerJob        kv.PerUnit       `json:"fdb_operations_per_job"`
+	Workers       []workerStat     `json:"workers"`
 }
 
 // workerStat is one worker's counters in the summary, with snake_case
@@ -289,12 +295,7 @@ func (a *app) demo(c *cli.Context) error {
 	defer mem.Close()
 	counted := kv.WithCounters(mem)
 	space := tuple.FromTuple(tuple.Tuple{"demo"})
-	qopts := quick.Options{
-		Clock:       clk,
-		MaxAttempts: 5,
-		Backoff:     func(attempt int) time.Duration { return scale(time.Duration(attempt) * 300 * time.Millisecond) },
-		Logger:      logger,
-	}
+	qopts := demoQueueOptions(clk, logger, func(attempt int) time.Duration { return scale(time.Duration(attempt) * 300 * time.Millisecond) })
 	ctx := c.Context
 	q, err := quick.Open(ctx, counted, space, qopts)
 	if err != nil {
@@ -379,11 +380,16 @@ func (a *app) demo(c *cli.Context) error {
 		}
 	}
 	event("enqueued %d jobs (%d delayed) and a cron schedule every %v; %d workers", nJobs, delayed, every, nWorkers)
-	var reps []laneReport
-	covered, toldFF := false, false
+	var reps []typeDepth
+	var hot zoneReport
+	zones := newZoneWatch()
+	toldFF := false
 	for {
 		now := clk.Now()
-		reps, err = laneReports(ctx, view, demoTypes, 1000, now)
+		reps, err = depthReports(ctx, view, demoTypes, nil, 10_000, 3, now)
+		if err == nil {
+			hot, err = zoneReportOf(ctx, view, demoHotType, demoHotTenant, now)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break // interrupted: summarise what there is
@@ -391,6 +397,9 @@ func (a *app) demo(c *cli.Context) error {
 			return err
 		}
 		sum.Remaining = remaining(reps)
+		if g, grew := zones.see(hot); grew {
+			event("zone %s/%s grew from %d to %d lanes: more workers drain it at once", g.TaskType, g.ItemSpace, g.From, g.To)
+		}
 		if err := counts.readClaimDead(ctx, view); err != nil && ctx.Err() == nil {
 			return err
 		}
@@ -405,17 +414,11 @@ func (a *app) demo(c *cli.Context) error {
 					}
 				}
 				sum.Killed, sum.KilledHolding, sum.KilledAtMs = id, held, now.Sub(clockStart).Milliseconds()
-				event("killed %s (no cleanup) while it ran %d jobs; their %v leases must lapse", id, held, quick.MinLease)
+				event("killed %s (no cleanup) while it ran %d jobs; their %v leases must lapse before others take them", id, held, quick.MinLease)
 			}
 		}
 		for _, e := range counts.takeEvents() {
 			event("%s", e)
-		}
-		if sum.Killed != "" && !covered {
-			// TODO(issue 21, console): no lanes are assigned any more; the
-			// survivors find the killed worker's jobs through the pointer
-			// index once their leases lapse.
-			covered = true
 		}
 		// Fast-forward while nothing is ready: the workers keep up, and
 		// what is left is waiting on the clock (leases to lapse, delays to
@@ -432,7 +435,7 @@ func (a *app) demo(c *cli.Context) error {
 		if tty {
 			io.WriteString(out, redraw(demoFrame(demoView{
 				workers: nWorkers, jobs: nJobs, clock: now.Sub(clockStart), real: time.Since(start), bound: bound,
-				rate: rate, reps: reps, counts: counts, left: sum.Remaining, events: events,
+				rate: rate, reps: reps, hot: hot, counts: counts, left: sum.Remaining, events: events,
 			})))
 		} else if time.Since(lastLine) >= lineEvery {
 			lastLine = time.Now()
@@ -482,6 +485,7 @@ func (a *app) demo(c *cli.Context) error {
 	sum.Runs, sum.Retries, sum.Takeovers = counts.runs.Load(), counts.retries.Load(), counts.takeovers.Load()
 	sum.Resumed, sum.CronRuns = counts.resumed.Load(), counts.cronRuns.Load()
 	sum.Stats = counted.Stats()
+	sum.Tenants, sum.ZonesGrown = demoTenantsOf(jobs), zones.grown
 	finished := sum.Completed + sum.DeadLetters + sum.CronRuns
 	sum.PerJob = sum.Stats.Per(finished)
 	for i, w := range ws {
@@ -511,6 +515,10 @@ func demoMix(rng *rand.Rand, n int, scale func(time.Duration) time.Duration) ([]
 	jobs := make([]quick.NewJob, 0, n)
 	delayed := 0
 	add := func(t string, j demoJob, nj quick.NewJob) {
+		nj.ItemSpace = demoTenant(rng, t)
+		if nj.ItemSpace == demoHotTenant && j.Steps == 0 && t != "export" {
+			j.Ms *= demoHotWork // the hot tenant's jobs are heavier too: its zone backs up
+		}
 		b, _ := json.Marshal(j)
 		nj.TaskType, nj.Payload = t, b
 		jobs = append(jobs, nj)
@@ -626,21 +634,21 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-func remaining(reps []laneReport) laneRow {
-	var r laneRow
+func remaining(reps []typeDepth) countRow {
+	var r countRow
 	r.Exact = true
 	for _, rep := range reps {
-		r.Ready += rep.Total.Ready
-		r.Leased += rep.Total.Leased
-		r.Scheduled += rep.Total.Scheduled
-		r.Exact = r.Exact && rep.Total.Exact
+		r.Ready += rep.Ready
+		r.Leased += rep.Leased
+		r.Scheduled += rep.Scheduled
+		r.Exact = r.Exact && rep.Exact
 	}
 	return r
 }
 
 // progressLine is the demo's progress: a bar and the story's counters,
 // under 80 columns.
-func progressLine(s *demoCounts, total int, left laneRow) string {
+func progressLine(s *demoCounts, total int, left countRow) string {
 	return progressBar(s, total) + " · " + leftLine(left)
 }
 
@@ -669,7 +677,7 @@ func (s *demoCounts) readClaimDead(ctx context.Context, q *quick.Queue) error {
 	return nil
 }
 
-func leftLine(left laneRow) string {
+func leftLine(left countRow) string {
 	return fmt.Sprintf("left: %d ready, %d leased, %d scheduled", left.Ready, left.Leased, left.Scheduled)
 }
 
@@ -692,6 +700,19 @@ func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
 	}
 	fmt.Fprintf(w, "  %d completed, %d dead letters; %d runs: %d retries after failures,\n", s.Completed, s.DeadLetters, s.Runs, s.Retries)
 	fmt.Fprintf(w, "  %d lease takeovers (%d resumed from a checkpoint), %d cron runs\n", s.Takeovers, s.Resumed, s.CronRuns)
+	var ts []string
+	for _, t := range s.Tenants {
+		if t.ItemSpace != "" {
+			ts = append(ts, fmt.Sprintf("%s %d", t.ItemSpace, t.Jobs))
+		}
+	}
+	fmt.Fprintf(w, "  tenants: %s\n", cut(strings.Join(ts, ", "), 69))
+	for _, g := range s.ZonesGrown {
+		fmt.Fprintf(w, "  zone %s/%s grew from %d to %d lanes under its backlog\n", g.TaskType, g.ItemSpace, g.From, g.To)
+	}
+	if len(s.ZonesGrown) == 0 {
+		fmt.Fprintln(w, "  no zone grew: no tenant's backlog outlasted a second (more --jobs makes one)")
+	}
 	if s.Killed != "" {
 		fmt.Fprintf(w, "  killed %s at %.1fs (demo clock) while it ran %d jobs\n", s.Killed, float64(s.KilledAtMs)/1000, s.KilledHolding)
 	}

@@ -84,6 +84,31 @@ func TestDemoStory(t *testing.T) {
 	}
 }
 
+// TestDemoTenants: the demo's jobs belong to six tenants, one hot with
+// about half of them; the hot tenant's email zone backs up and grows its
+// lanes, and the summary says so.
+func TestDemoTenants(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("demo", "--jobs", "200", "--kill=false", "--duration", "120s", "-o", "json")
+	if r.err != nil {
+		t.Fatalf("demo: %v\n%s", r.err, r.stderr)
+	}
+	var s demoSummary
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if !s.Drained || len(s.Tenants) != len(demoTenants) || s.Tenants[0].ItemSpace != demoHotTenant || !s.Tenants[0].Hot || s.Tenants[0].Jobs < 70 {
+		t.Errorf("tenants: %+v", s.Tenants)
+	}
+	grew := false
+	for _, g := range s.ZonesGrown {
+		grew = grew || (g.TaskType == demoHotType && g.ItemSpace == demoHotTenant && g.To > g.From)
+	}
+	if !grew || !strings.Contains(r.stderr, "zone email/acme grew from 1 to") {
+		t.Errorf("the hot zone did not grow: %+v\n%s", s.ZonesGrown, r.stderr)
+	}
+}
+
 // cancelOn cancels a context when a write contains a string.
 type cancelOn struct {
 	mu     sync.Mutex

@@ -21,28 +21,35 @@ type demoView struct {
 	clock, real   time.Duration
 	bound         time.Duration
 	rate          float64
-	reps          []laneReport
+	reps          []typeDepth
+	hot           zoneReport
 	counts        *demoCounts
-	left          laneRow
+	left          countRow
 	events        []string
 }
 
 // demoFrame renders one frame: a header, one line per task type with its
-// lanes' load strip, the progress, and the latest events that fit.
+// top tenants, the hot tenant's zone and its lanes' load strip, the
+// progress, and the latest events that fit.
 func demoFrame(v demoView) string {
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	add("quick demo: %d workers, %d jobs, embedded engine  %5.1fs  (Ctrl-C stops)", v.workers, v.jobs, v.clock.Seconds())
 	add("")
-	add("%-8s %6s %6s %6s  %s", "TYPE", "READY", "LEASED", "SCHED", "LOAD BY LANE (ready + leased)")
+	add("%-8s %6s %6s %6s  %s", "TYPE", "READY", "LEASED", "SCHED", "TOP TENANTS (jobs)")
 	for _, rep := range v.reps {
-		loads := make([]int, len(rep.Lanes))
-		for j, l := range rep.Lanes {
-			loads[j] = l.Ready + l.Leased
+		var top []string
+		for _, t := range rep.Tenants {
+			top = append(top, fmt.Sprintf("%s %d", tenantCell(t.ItemSpace), t.total()))
 		}
-		t := rep.Total
-		add("%-8s %6s %6s %6s  %s", rep.TaskType, fmtCount(t.Ready, t.Exact), fmtCount(t.Leased, t.Exact), fmtCount(t.Scheduled, t.Exact), strip(loads))
+		add("%-8s %6s %6s %6s  %s", rep.TaskType, fmtCount(rep.Ready, rep.Exact), fmtCount(rep.Leased, rep.Exact), fmtCount(rep.Scheduled, rep.Exact), strings.Join(top, " · "))
 	}
+	add("")
+	loads := make([]int, len(v.hot.Lanes))
+	for j, l := range v.hot.Lanes {
+		loads[j] = l.Ready + l.Leased
+	}
+	add("hot zone %s/%s: %d lanes, %d jobs  %s", v.hot.TaskType, v.hot.ItemSpace, v.hot.ZoneLanes, v.hot.Total.total(), strip(loads))
 	add("")
 	add("%s", progressBar(v.counts, v.jobs))
 	clock := "clock ×1"

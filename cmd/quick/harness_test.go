@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func TestMain(m *testing.M) {
 	// The CLI reads these through its flags; a developer's shell must not
 	// change what the tests see.
-	for _, v := range []string{"FDB_CLUSTER_FILE", "QUICK_SUBSPACE", "QUICK_DIRECTORY", "QUICK_OUTPUT", "QUICK_LAYOUT"} {
+	for _, v := range []string{"FDB_CLUSTER_FILE", "QUICK_SUBSPACE", "QUICK_DIRECTORY", "QUICK_OUTPUT"} {
 		os.Unsetenv(v)
 	}
 	os.Exit(m.Run())
@@ -121,6 +121,29 @@ func (h *harness) queue() *quick.Queue {
 		h.t.Fatal(err)
 	}
 	return q
+}
+
+// claim takes o.Max jobs, claim after claim (each takes from one lane),
+// and fails the test if fewer are there.
+func (h *harness) claim(q *quick.Queue, o quick.ClaimOptions) []quick.Lease {
+	h.t.Helper()
+	var got []quick.Lease
+	for range o.Max {
+		want := o
+		want.Max = o.Max - len(got)
+		c, err := q.Consumer().Claim(context.Background(), want)
+		if err != nil {
+			h.t.Fatalf("claim %s: %v", o.TaskType, err)
+		}
+		got = append(got, c.Jobs...)
+		if len(got) >= o.Max || len(c.Jobs) == 0 {
+			break
+		}
+	}
+	if len(got) != o.Max {
+		h.t.Fatalf("claim %s: %d jobs, want %d", o.TaskType, len(got), o.Max)
+	}
+	return got
 }
 
 // id is a fixed job ID made at the clock's time: golden output depends on

@@ -25,10 +25,12 @@ func (a *app) jobsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "list a task type's scheduled, ready and leased jobs, lane by lane, in vesting order",
+				Usage: "list a task type's scheduled, ready and leased jobs, in the pointer index's order, or tenant by tenant with --tenant",
+				Description: "Each page reads at most 5,000 keys (pointer entries, lane states, job keys) and shows at most --limit\n" +
+					"jobs; a page the budget ended may be short, even empty, and still print the command for the next one.",
 				Flags: []cli.Flag{
 					typeFlag(),
-					&cli.IntSliceFlag{Name: "lane", Aliases: []string{"l"}, Usage: "only these lanes (repeatable)"},
+					&cli.StringSliceFlag{Name: "tenant", Usage: "only this tenant's jobs (item space; repeatable; \"\" is the no-tenant zone)"},
 					&cli.StringFlag{Name: "state", Aliases: []string{"s"}, Usage: "only jobs in this state: scheduled, ready or leased"},
 					&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 50, Usage: "most jobs listed"},
 					&cli.StringFlag{Name: "after", Usage: "resume a listing from the cursor the previous page printed"},
@@ -68,7 +70,7 @@ func (a *app) jobsCommand() *cli.Command {
 				Usage:     "wait until a waitable job finishes and print how (exit 0 only if it completed)",
 				ArgsUsage: "ID",
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long (default: wait until interrupted)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", DefaultText: "wait until interrupted"},
 					outputFlag(false),
 				},
 				Action: a.jobsWait,
@@ -106,16 +108,17 @@ func (a *app) jobsList(c *cli.Context) error {
 		return err
 	}
 	opts := quick.ListOptions{TaskType: c.String("type"), Limit: c.Int("limit")}
-	if opts.Limit <= 0 {
-		return fmt.Errorf("invalid --limit %d: want a positive number", opts.Limit)
+	if opts.Limit <= 0 || opts.Limit > 1000 {
+		return fmt.Errorf("invalid --limit %d: want 1 to 1000", opts.Limit)
 	}
 	if err := checkTypes(c.Context, q, opts.TaskType); err != nil {
 		return err
 	}
-	if len(c.IntSlice("lane")) > 0 {
-		// quick.List walks zones (every tenant, or --item-space ones): the
-		// schema-1 lanes it could filter on are gone.
-		return fmt.Errorf("--lane no longer applies: jobs are listed by tenant")
+	if c.IsSet("tenant") {
+		opts.ItemSpaces = c.StringSlice("tenant")
+		if len(opts.ItemSpaces) == 0 {
+			opts.ItemSpaces = []string{""}
+		}
 	}
 	if s := c.String("state"); s != "" {
 		st, err := quick.ParseState(s)
@@ -152,23 +155,32 @@ func (a *app) jobsList(c *cli.Context) error {
 		}
 		return writeJSON(a.d.Stdout, out)
 	}
-	if len(page.Jobs) == 0 {
+	if len(page.Jobs) == 0 && next == "" {
 		fmt.Fprintf(a.d.Stdout, "no %s jobs\n", opts.TaskType)
 		return nil
 	}
 	now := a.now()
 	tw := newTable(a.d.Stdout)
-	row(tw, "ID", "PRIORITY", "STATE", "LANE", "RUN AT", "ATTEMPT", "HOLDER", "UNIQUE KEY")
+	row(tw, "ID", "TENANT", "PRIORITY", "STATE", "LANE", "RUN AT", "ATTEMPT", "HOLDER", "UNIQUE KEY")
 	for _, j := range page.Jobs {
-		row(tw, j.ID, j.Priority, j.State, j.Lane, fmtRel(j.RunAt, now), attempts(j), dash(j.Holder), dash(oneLine(j.UniqueKey, 30)))
+		row(tw, j.ID, tenantCell(j.ItemSpace), j.Priority, j.State, j.Lane, fmtRel(j.RunAt, now), attempts(j), dash(j.Holder), dash(oneLine(j.UniqueKey, 30)))
 	}
 	tw.Flush()
 	fmt.Fprintf(a.d.Stdout, "%d jobs", len(page.Jobs))
 	if next != "" {
-		fmt.Fprintf(a.d.Stdout, "; more: quick jobs list --type %s --after %s", opts.TaskType, next)
+		fmt.Fprintf(a.d.Stdout, "; more: quick jobs list --type %s%s --after %s", opts.TaskType, tenantFlags(opts.ItemSpaces), next)
 	}
 	fmt.Fprintln(a.d.Stdout)
 	return nil
+}
+
+// tenantFlags repeats a listing's --tenant flags for its next page.
+func tenantFlags(ts []string) string {
+	var sb strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&sb, " --tenant %q", t)
+	}
+	return sb.String()
 }
 
 func attempts(j quick.JobInfo) string {
@@ -375,8 +387,8 @@ func (a *app) enqueueCommand() *cli.Command {
 			&cli.StringFlag{Name: "priority", Value: "normal", Usage: "high, normal or low"},
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
-			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its zone with --layout zones, else a label for inspection"},
-			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for `quick jobs wait` (one more key per job)"},
+			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its jobs of the type are its zone, a queue of its own"},
+			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for quick jobs wait (one more key per job)"},
 			outputFlag(false),
 		},
 		Action: a.enqueue,
@@ -500,7 +512,3 @@ func tooLarge(src string) error {
 	return fmt.Errorf("payload from %s is too large: over %d bytes, the most a job holds (quick.MaxPayloadSize); store large data elsewhere and enqueue its key",
 		src, quick.MaxPayloadSize)
 }
-
-// legacyLanes stands for the removed Queue.Lanes (schema 1's lane count).
-// TODO(issue 21, console): remove with the --lane filter.
-const legacyLanes = 16

@@ -14,31 +14,32 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-const defaultBudget = 1000
+// defaultBudget is the most keys a depth count reads per task type.
+const defaultBudget = 10_000
 
 func (a *app) lanesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lanes",
-		Usage: "per task type and lane: ready, leased and scheduled jobs, oldest ready job, load strip; with --layout zones also the pointer index",
-		Description: "Counts come from bounded scans (quick.LaneCounts): one range read per lane and priority,\n" +
-			"at most --budget keys each. A count shown as ≥N hit the budget and is a lower bound.\n" +
-			"Load is ready + leased jobs per lane; the strip scales it to the busiest lane (· is an empty lane).\n" +
-			"With --layout zones the schema-1 lanes (still drained) are followed by each type's pointer index:\n" +
-			"the first --zones entries, one per lane of a tenant's zone holding jobs (see quick zones, quick tenants).",
+		Usage: "the lanes of one tenant's zone: per lane, ready, leased and scheduled jobs, who holds it, a load strip",
+		Description: "A zone is one tenant's queue of one task type (the no-tenant zone holds jobs without an item space).\n" +
+			"It spreads new jobs over hash lanes, each taken by one worker at a time; a backlogged zone grows\n" +
+			"its lanes and splits a deep lane's backlog into empty ones, so that more workers drain it at once.\n" +
+			"Without --tenant, the zone of the tenant with the most ready work is shown.\n" +
+			"Cost: the zone's meta and lane states (one point read, one range read), then one range read per\n" +
+			"lane of its keys, about 10,000 keys in all; a count shown as ≥N hit that bound. Load is ready +\n" +
+			"leased jobs per lane; the strip scales it to the busiest lane (· is an empty lane).",
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
-			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
-			&cli.BoolFlag{Name: "compact", Usage: "one summary line and load strip per type, no per-lane rows"},
-			&cli.IntFlag{Name: "zones", Value: 20, Usage: "with --layout zones: pointer index entries shown per type"},
+			typeFlag(),
+			&cli.StringFlag{Name: "tenant", Usage: "the tenant (item space) whose zone to show; \"\" is the no-tenant zone", DefaultText: "the tenant with the most ready work"},
+			&cli.BoolFlag{Name: "compact", Usage: "the summary line and load strip only, no per-lane rows"},
 			outputFlag(false),
 		}, watchFlags()...),
 		Action: a.lanes,
 	}
 }
 
-// laneRow is one lane in JSON output.
-type laneRow struct {
-	Lane             int        `json:"lane"`
+// countRow is a count of jobs by state, with the oldest ready job.
+type countRow struct {
 	Ready            int        `json:"ready"`
 	Leased           int        `json:"leased"`
 	Scheduled        int        `json:"scheduled"`
@@ -47,65 +48,168 @@ type laneRow struct {
 	Exact            bool       `json:"exact"`
 }
 
-// laneReport is one task type's lanes.
-type laneReport struct {
-	TaskType string    `json:"task_type"`
-	Lanes    []laneRow `json:"lanes"`
-	Total    laneRow   `json:"total"`
+func (r countRow) total() int { return r.Ready + r.Leased + r.Scheduled }
+
+// zoneLane is one lane of a zone, its priorities summed.
+type zoneLane struct {
+	Lane int `json:"lane"`
+	countRow
+	// LeasedBy is the worker holding the lane (taking its jobs) now.
+	LeasedBy string `json:"leased_by,omitempty"`
+	Short    bool   `json:"short,omitempty"`
+	// PointerMissing says a lane state names no pointer entry: workers
+	// may not find its jobs (a broken invariant).
+	PointerMissing bool `json:"pointer_missing,omitempty"`
+}
+
+// zoneReport is one zone's lanes.
+type zoneReport struct {
+	TaskType  string `json:"task_type"`
+	ItemSpace string `json:"item_space"`
+	// ZoneLanes is how many lanes new jobs are spread over.
+	ZoneLanes int        `json:"zone_lanes"`
+	Lanes     []zoneLane `json:"lanes"`
+	Total     countRow   `json:"total"`
+	// Cap is the most keys counted per lane.
+	Cap  int      `json:"cap"`
+	Cost costJSON `json:"cost"`
 }
 
 func (a *app) lanes(c *cli.Context) error {
-	f, err := outputFormat(c)
+	if c.Args().Len() > 0 {
+		return newUsageError(c, fmt.Errorf("quick lanes takes no arguments, got %q (the tenant is --tenant)", c.Args().First()))
+	}
+	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
 	}
-	budget := c.Int("budget")
-	if budget <= 0 {
-		return fmt.Errorf("invalid --budget %d: want a positive number of keys per range", budget)
-	}
-	q, err := a.queue(c)
-	if err != nil {
+	t := c.String("type")
+	if err := checkTypes(c.Context, q, t); err != nil {
 		return err
-	}
-	if err := checkTypes(c.Context, q, c.StringSlice("type")...); err != nil {
-		return err
-	}
-	zones := true // TODO(issue 21, console): zones is the one layout
-	if zones && c.Int("zones") <= 0 {
-		return fmt.Errorf("invalid --zones %d: want a positive number of entries", c.Int("zones"))
 	}
 	return a.watch(c, "lanes", func(w io.Writer) error {
 		before := a.stats()
-		reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
+		tenant, chosen := c.String("tenant"), false
+		if !c.IsSet("tenant") {
+			d, err := q.Depth(c.Context, quick.DepthOptions{TaskType: t, TopTenants: 1})
+			if err != nil {
+				return err
+			}
+			if len(d.Tenants) == 0 {
+				if f == formatJSON {
+					return writeJSON(w, struct {
+						TaskType string       `json:"task_type"`
+						Zones    []zoneReport `json:"zones"`
+					}{t, []zoneReport{}})
+				}
+				fmt.Fprintf(w, "%s: no zone holds jobs\n", t)
+				return nil
+			}
+			tenant, chosen = d.Tenants[0].ItemSpace, true
+		}
+		rep, err := zoneReportOf(c.Context, q, t, tenant, a.now())
 		if err != nil {
 			return err
 		}
-		var ptrs []pointerReport
-		if zones {
-			if ptrs, err = pointerReports(c.Context, q, c.StringSlice("type"), c.Int("zones"), ""); err != nil {
-				return err
-			}
-		}
-		cost := a.stats().Sub(before)
+		rep.Cost = costOf(a.stats().Sub(before))
 		if f == formatJSON {
-			return writeJSON(w, lanesJSON{Types: reps, Zones: ptrs, Budget: budget, Cost: costOf(cost)})
+			return writeJSON(w, rep)
 		}
-		renderLanes(w, reps, a.now(), c.Bool("compact"))
-		if zones {
-			fmt.Fprintln(w)
-			renderPointers(w, ptrs, a.now())
-		}
-		fmt.Fprintf(w, "cost: %d range reads, %d keys read (budget %d keys per range)\n", cost.RangeReads, cost.KeysRead, budget)
+		renderZone(w, rep, chosen, c.Bool("compact"))
+		fmt.Fprintf(w, "cost: %d point reads, %d range reads, %d keys read\n", rep.Cost.PointReads, rep.Cost.RangeReads, rep.Cost.KeysRead)
 		return nil
 	})
 }
 
-type lanesJSON struct {
-	Types []laneReport `json:"types"`
-	// Zones is each type's first pointer index entries (--layout zones).
-	Zones  []pointerReport `json:"zones,omitempty"`
-	Budget int             `json:"budget"`
-	Cost   costJSON        `json:"cost"`
+// zoneReportOf reads one zone's lanes (quick.Queue.ZoneInfo) and sums each
+// lane's priorities.
+func zoneReportOf(ctx context.Context, q *quick.Queue, taskType, tenant string, now time.Time) (zoneReport, error) {
+	info, err := q.ZoneInfo(ctx, taskType, tenant)
+	if err != nil {
+		return zoneReport{}, err
+	}
+	rep := zoneReport{TaskType: taskType, ItemSpace: tenant, ZoneLanes: info.Lanes, Cap: info.Cap, Lanes: []zoneLane{}}
+	n := info.Lanes
+	for _, l := range info.LaneStates {
+		n = max(n, l.Lane+1) // a lane past the count drains what it holds
+	}
+	byLane := make([]zoneLane, n)
+	for i := range byLane {
+		byLane[i] = zoneLane{Lane: i, countRow: countRow{Exact: true}}
+	}
+	oldest := make([]time.Time, n)
+	var all time.Time
+	rep.Total.Exact = true
+	for _, l := range info.LaneStates {
+		z := &byLane[l.Lane]
+		z.Ready += l.ReadyJobs
+		z.Leased += l.LeasedJobs
+		z.Scheduled += l.ScheduledJobs
+		z.Exact = z.Exact && l.Exact
+		z.PointerMissing = z.PointerMissing || l.PointerMissing
+		if l.Leased {
+			z.LeasedBy, z.Short = l.Holder, l.Short
+		}
+		if !l.OldestReady.IsZero() && (oldest[l.Lane].IsZero() || l.OldestReady.Before(oldest[l.Lane])) {
+			oldest[l.Lane] = l.OldestReady
+		}
+	}
+	for i := range byLane {
+		setOldest(&byLane[i].countRow, oldest[i], now)
+		z := byLane[i]
+		rep.Total.Ready += z.Ready
+		rep.Total.Leased += z.Leased
+		rep.Total.Scheduled += z.Scheduled
+		rep.Total.Exact = rep.Total.Exact && z.Exact
+		if !oldest[i].IsZero() && (all.IsZero() || oldest[i].Before(all)) {
+			all = oldest[i]
+		}
+	}
+	setOldest(&rep.Total, all, now)
+	rep.Lanes = byLane
+	return rep, nil
+}
+
+// renderZone writes a zone's summary line and load strip and, unless
+// compact, a row per lane with a bar scaled to the busiest lane.
+func renderZone(w io.Writer, rep zoneReport, chosen, compact bool) {
+	loads := make([]int, len(rep.Lanes))
+	maxLoad, maxLane := 0, 0
+	for j, l := range rep.Lanes {
+		loads[j] = l.Ready + l.Leased
+		if loads[j] > maxLoad {
+			maxLoad, maxLane = loads[j], l.Lane
+		}
+	}
+	t := rep.Total
+	fmt.Fprintf(w, "%s  tenant %s  %d lanes for new jobs  ready %s  leased %s  scheduled %s  oldest ready %s\n",
+		rep.TaskType, tenantCell(rep.ItemSpace), rep.ZoneLanes, fmtCount(t.Ready, t.Exact), fmtCount(t.Leased, t.Exact),
+		fmtCount(t.Scheduled, t.Exact), ageCell(t))
+	if chosen {
+		fmt.Fprintln(w, "  (the tenant with the most ready work; --tenant chooses another)")
+	}
+	fmt.Fprintf(w, "  load %s", strip(loads))
+	if maxLoad > 0 {
+		fmt.Fprintf(w, "  max %d in lane %d", maxLoad, maxLane)
+	}
+	fmt.Fprintln(w)
+	if compact || len(rep.Lanes) == 0 {
+		return
+	}
+	tw := newTable(w)
+	row(tw, "  LANE", "READY", "LEASED", "SCHEDULED", "OLDEST", "HELD BY", "LOAD")
+	for j, l := range rep.Lanes {
+		holder := dash(l.LeasedBy)
+		if l.Short {
+			holder += " (short jobs)"
+		}
+		if l.PointerMissing {
+			holder += " (no pointer!)"
+		}
+		row(tw, fmt.Sprintf("  %d", l.Lane), fmtCount(l.Ready, l.Exact), fmtCount(l.Leased, l.Exact),
+			fmtCount(l.Scheduled, l.Exact), ageCell(l.countRow), holder, bar(loads[j], maxLoad, 20))
+	}
+	tw.Flush()
 }
 
 type costJSON struct {
@@ -130,28 +234,54 @@ func taskTypes(ctx context.Context, q *quick.Queue, asked []string) ([]string, e
 	return ts, nil
 }
 
-func laneReports(ctx context.Context, q *quick.Queue, asked []string, budget int, now time.Time) ([]laneReport, error) {
+// typeDepth is one task type's depth: its jobs by state across its zones
+// and its top tenants.
+type typeDepth struct {
+	TaskType string `json:"task_type"`
+	countRow
+	Dead         int64         `json:"dead"`
+	Tenants      []tenantDepth `json:"tenants"`
+	TenantsExact bool          `json:"tenants_exact"`
+}
+
+// tenantDepth is one tenant's jobs of a task type (its zone).
+type tenantDepth struct {
+	ItemSpace string `json:"item_space"`
+	countRow
+	// Lanes is how many of the zone's lanes hold jobs (counted through
+	// the pointer index).
+	Lanes int `json:"lanes"`
+}
+
+// depthReports reads the depth of the types asked for (every type when
+// none is): one bounded count per type (at most budget keys) and its dead
+// letters' counter.
+func depthReports(ctx context.Context, q *quick.Queue, asked, tenants []string, budget, top int, now time.Time) ([]typeDepth, error) {
 	types, err := taskTypes(ctx, q, asked)
 	if err != nil {
 		return nil, err
 	}
-	reps := make([]laneReport, 0, len(types))
+	reps := make([]typeDepth, 0, len(types))
 	for _, t := range types {
-		// quick.Depth counts the type's zones (the schema-1 lanes are
-		// gone): the report has its total, no per-lane rows.
-		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: t, Budget: budget})
+		d, err := q.Depth(ctx, quick.DepthOptions{TaskType: t, ItemSpaces: tenants, Budget: budget, TopTenants: top})
 		if err != nil {
 			return nil, err
 		}
-		rep := laneReport{TaskType: t, Total: laneRow{Lane: -1, Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Exact: d.Exact}}
-		oldest := d.OldestReady
-		setOldest(&rep.Total, oldest, now)
+		rep := typeDepth{TaskType: t, Dead: d.Dead, TenantsExact: d.TenantsExact, Tenants: []tenantDepth{},
+			countRow: countRow{Ready: d.Ready, Leased: d.Leased, Scheduled: d.Scheduled, Exact: d.Exact}}
+		setOldest(&rep.countRow, d.OldestReady, now)
+		for _, td := range d.Tenants {
+			r := tenantDepth{ItemSpace: td.ItemSpace, Lanes: td.Lanes,
+				countRow: countRow{Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled, Exact: td.Exact}}
+			setOldest(&r.countRow, td.OldestReady, now)
+			rep.Tenants = append(rep.Tenants, r)
+		}
 		reps = append(reps, rep)
 	}
 	return reps, nil
 }
 
-func setOldest(r *laneRow, t, now time.Time) {
+func setOldest(r *countRow, t, now time.Time) {
 	if t.IsZero() {
 		return
 	}
@@ -160,52 +290,11 @@ func setOldest(r *laneRow, t, now time.Time) {
 	r.OldestReadyAgeMs = &age
 }
 
-func ageCell(r laneRow) string {
+func ageCell(r countRow) string {
 	if r.OldestReadyAgeMs == nil {
 		return "-"
 	}
 	return present.Age(time.Duration(*r.OldestReadyAgeMs) * time.Millisecond)
-}
-
-// renderLanes writes each type's summary line and load strip and, unless
-// compact, a row per lane with a bar scaled to the busiest lane.
-func renderLanes(w io.Writer, reps []laneReport, now time.Time, compact bool) {
-	if len(reps) == 0 {
-		fmt.Fprintln(w, "no task types yet: nothing was ever enqueued in this queue")
-		return
-	}
-	for i, rep := range reps {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		loads := make([]int, len(rep.Lanes))
-		maxLoad, maxLane := 0, 0
-		for j, l := range rep.Lanes {
-			loads[j] = l.Ready + l.Leased
-			if loads[j] > maxLoad {
-				maxLoad, maxLane = loads[j], l.Lane
-			}
-		}
-		t := rep.Total
-		fmt.Fprintf(w, "%s  %d lanes  ready %s  leased %s  scheduled %s  oldest ready %s\n",
-			rep.TaskType, len(rep.Lanes), fmtCount(t.Ready, t.Exact), fmtCount(t.Leased, t.Exact),
-			fmtCount(t.Scheduled, t.Exact), ageCell(t))
-		fmt.Fprintf(w, "  load %s", strip(loads))
-		if maxLoad > 0 {
-			fmt.Fprintf(w, "  max %d in lane %d", maxLoad, maxLane)
-		}
-		fmt.Fprintln(w)
-		if compact {
-			continue
-		}
-		tw := newTable(w)
-		row(tw, "  LANE", "READY", "LEASED", "SCHEDULED", "OLDEST", "LOAD")
-		for j, l := range rep.Lanes {
-			row(tw, fmt.Sprintf("  %d", l.Lane), fmtCount(l.Ready, l.Exact), fmtCount(l.Leased, l.Exact),
-				fmtCount(l.Scheduled, l.Exact), ageCell(l), bar(loads[j], maxLoad, 20))
-		}
-		tw.Flush()
-	}
 }
 
 var levels = []rune("▁▂▃▄▅▆▇█")

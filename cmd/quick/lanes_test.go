@@ -65,42 +65,41 @@ func lanesCost(tb testing.TB, h *harness, args ...string) (kv.Stats, string) {
 	return counted.Stats(), r.stdout
 }
 
-// TestLanesCost checks the cost docs/cli.md states: one range read per lane
-// and priority (16 × 3) plus one for the task types (or, with --type, one
-// point read per type named, to refuse an unknown one), and at most
-// budget + 1 keys per range (LaneCounts reads one past the budget to know
-// the count is cut).
+// TestLanesCost checks the cost docs/cli.md states for a zone's lanes:
+// beside opening the queue and checking --type, the zone's meta (a point
+// read) and lane states (a range read), then per lane state its pointer (a
+// point read) and its keys (a range read), about 10,000 keys in all. fillMany's 3,000 jobs sit in the no-tenant zone's
+// one lane, at three priorities: three lane states.
 func TestLanesCost(t *testing.T) {
 	h := newHarness(t)
 	fillMany(t, h, 3000)
-	for _, budget := range []int{10, 1000} {
-		st, out := lanesCost(t, h, "--type", "email", "--budget", fmt.Sprint(budget))
-		// quick.Open reads the configuration, and --type is checked
-		// against the task type registry: two point reads.
-		if st.RangeReads != 48 || st.Reads != 2 {
-			t.Errorf("budget %d: %d range reads, %d point reads; want 48 and 2", budget, st.RangeReads, st.Reads)
-		}
-		if max := int64(48 * (budget + 1)); st.KeysRead > max+2 {
-			t.Errorf("budget %d: %d keys read, over %d", budget, st.KeysRead, max)
-		}
-		exact := budget == 1000
-		if strings.Contains(out, "≥") == exact {
-			t.Errorf("budget %d: exactness labels wrong:\n%s", budget, out)
-		}
+	// An empty zone costs what opening the queue, checking --type and
+	// reading the zone's meta and lane states cost; each lane state adds
+	// a point read and a range read.
+	base, _ := lanesCost(t, h, "--type", "email", "--tenant", "nobody")
+	st, out := lanesCost(t, h, "--type", "email", "--tenant", "")
+	if d := st.Sub(base); d.RangeReads != 3 || d.Reads != 3 {
+		t.Errorf("%d range reads, %d point reads more than an empty zone; want 3 and 3 (three lane states)", d.RangeReads, d.Reads)
 	}
-	st, _ := lanesCost(t, h) // every type: one more range read for the types
-	if st.RangeReads != 49 {
-		t.Errorf("all types: %d range reads, want 49", st.RangeReads)
+	if st.KeysRead > 10_000+10 {
+		t.Errorf("%d keys read, over the zone's budget", st.KeysRead)
+	}
+	if strings.Contains(out, "≥") || !strings.Contains(out, "ready 2700") {
+		t.Errorf("3,000 jobs, within the budget, are not counted exactly:\n%s", out)
 	}
 }
 
-// BenchmarkLanes100k measures `quick lanes` on 100,000 jobs in memkv:
+// BenchmarkLanes100k measures `quick lanes` on a zone of 100,000 jobs in
+// memkv, in one lane and in 16:
 //
 //	go test ./cmd/quick -run '^$' -bench Lanes100k -benchtime 20x
 func BenchmarkLanes100k(b *testing.B) {
-	for _, budget := range []int{5000, 1000, 100} {
-		b.Run(fmt.Sprintf("budget=%d", budget), func(b *testing.B) {
+	for _, lanes := range []int{1, 16} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
 			h := newHarness(b)
+			if err := h.queue().SetZoneLanes(context.Background(), "email", "", lanes); err != nil {
+				b.Fatal(err)
+			}
 			fillMany(b, h, 100_000)
 			counted := kv.WithCounters(h.db)
 			b.ResetTimer()
@@ -108,7 +107,7 @@ func BenchmarkLanes100k(b *testing.B) {
 				var out, errb bytes.Buffer
 				d, _, _ := h.deps("")
 				d.DB, d.Stdout, d.Stderr = counted, &out, &errb
-				if r := runApp(d, &out, &errb, "lanes", "--budget", fmt.Sprint(budget)); r.err != nil {
+				if r := runApp(d, &out, &errb, "lanes", "--type", "email", "--tenant", ""); r.err != nil {
 					b.Fatal(r.err)
 				}
 			}

@@ -1,9 +1,9 @@
-// Command quick is the operator CLI of quickfdb: it inspects a queue's lanes,
-// lists, shows, cancels and enqueues jobs, manages dead letters and cron
+// Command quick is the operator CLI of quickfdb: it inspects a queue's
+// tenants and their zones' lanes, lists, shows, cancels and enqueues jobs, manages dead letters and cron
 // schedules, lists live workers, and runs a self-contained demo on the
 // embedded engine.
 //
-// It is a thin layer over the library (packages quick, lanes, cron, worker);
+// It is a thin layer over the library (packages quick, cron, worker);
 // docs/cli.md documents every command, with examples and what each costs.
 //
 // Connecting: --cluster-file (FDB_CLUSTER_FILE) opens FoundationDB, which

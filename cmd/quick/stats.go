@@ -15,11 +15,12 @@ func (a *app) statsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "stats",
 		Usage: "per task type: ready, leased, scheduled and dead jobs, and the oldest ready job's age",
-		Description: "Ready, leased and scheduled come from the same bounded scans as `lanes` (≥N marks a lower bound);\n" +
-			"dead is an exact counter (one read per type).",
+		Description: "Ready, leased and scheduled are counted across the type's zones, every tenant's, at most --budget\n" +
+			"keys per type (≥N marks a lower bound); dead is an exact counter (one read per type).\n" +
+			"quick tenants shows the same counts per tenant.",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
-			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per lane and priority range"},
+			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per task type"},
 			outputFlag(false),
 		}, watchFlags()...),
 		Action: a.statsAction,
@@ -52,7 +53,7 @@ func (a *app) statsAction(c *cli.Context) error {
 	}
 	budget := c.Int("budget")
 	if budget <= 0 {
-		return fmt.Errorf("invalid --budget %d: want a positive number of keys per range", budget)
+		return fmt.Errorf("invalid --budget %d: want a positive number of keys", budget)
 	}
 	q, err := a.queue(c)
 	if err != nil {
@@ -81,11 +82,10 @@ func (a *app) statsAction(c *cli.Context) error {
 	})
 }
 
-// statsRows reads one frame of stats: the lanes' bounded scans, one
-// dead-letter counter read per type, and one range read of the paused
-// types.
+// statsRows reads one frame of stats: a bounded depth count per type (with
+// its dead-letter counter), and one range read of the paused types.
 func (a *app) statsRows(c *cli.Context, q *quick.Queue, budget int) ([]statsRow, error) {
-	reps, err := laneReports(c.Context, q, c.StringSlice("type"), budget, a.now())
+	reps, err := depthReports(c.Context, q, c.StringSlice("type"), nil, budget, 1, a.now())
 	if err != nil {
 		return nil, err
 	}
@@ -95,13 +95,8 @@ func (a *app) statsRows(c *cli.Context, q *quick.Queue, budget int) ([]statsRow,
 	}
 	rows := []statsRow{}
 	for _, r := range reps {
-		dead, err := q.DeadCount(c.Context, r.TaskType)
-		if err != nil {
-			return nil, err
-		}
-		t := r.Total
-		rows = append(rows, statsRow{TaskType: r.TaskType, Ready: t.Ready, Leased: t.Leased, Scheduled: t.Scheduled,
-			Exact: t.Exact, Dead: dead, OldestReady: t.OldestReady, OldestReadyAgeMs: t.OldestReadyAgeMs, Paused: !paused[r.TaskType].IsZero()})
+		rows = append(rows, statsRow{TaskType: r.TaskType, Ready: r.Ready, Leased: r.Leased, Scheduled: r.Scheduled,
+			Exact: r.Exact, Dead: r.Dead, OldestReady: r.OldestReady, OldestReadyAgeMs: r.OldestReadyAgeMs, Paused: !paused[r.TaskType].IsZero()})
 	}
 	return rows, nil
 }
@@ -119,7 +114,7 @@ func renderStats(w io.Writer, rows []statsRow) {
 			name += " (paused)"
 		}
 		row(tw, name, fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact),
-			r.Dead, ageCell(laneRow{OldestReadyAgeMs: r.OldestReadyAgeMs}))
+			r.Dead, ageCell(countRow{OldestReadyAgeMs: r.OldestReadyAgeMs}))
 	}
 	tw.Flush()
 }

@@ -19,12 +19,13 @@ import (
 	"github.com/quickfdb/quickfdb/worker"
 )
 
-// The demo workload of `quick ui --demo`: the same job mix and handlers as
-// `quick demo` (demoMix, demoHandler), a cron schedule, and workers, on the
-// embedded engine; but instead of one batch that drains, it enqueues a
-// steady trickle and a burst every so often, so the console always has
-// something to show: a backlog that builds and drains, retries, dead
-// letters, a cron chain.
+// The demo workload of `quick ui --demo`: the same job mix, tenants and
+// handlers as `quick demo` (demoMix, demoHandler), a cron schedule, and
+// workers, on the embedded engine; but instead of one batch that drains, it
+// enqueues a steady trickle and a burst every so often, so the console
+// always has something to show: a backlog that builds and drains, the hot
+// tenant's zone growing its lanes under a burst, retries, dead letters, a
+// cron chain.
 
 type uiDemoConfig struct {
 	Wave    time.Duration // period between bursts
@@ -47,10 +48,8 @@ func (d *uiDemo) workers() []*worker.Worker { return d.ws }
 func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 	mem := memkv.Open(memkv.Options{Seed: 1})
 	scale := func(d time.Duration) time.Duration { return d }
-	q, err := quick.Open(ctx, mem, tuple.FromTuple(tuple.Tuple{"demo"}), quick.Options{
-		Clock: clock.Real(), MaxAttempts: 5, Logger: cfg.Logger,
-		Backoff: func(attempt int) time.Duration { return time.Duration(attempt) * 300 * time.Millisecond },
-	})
+	q, err := quick.Open(ctx, mem, tuple.FromTuple(tuple.Tuple{"demo"}), demoQueueOptions(clock.Real(), cfg.Logger,
+		func(attempt int) time.Duration { return time.Duration(attempt) * 300 * time.Millisecond }))
 	if err != nil {
 		mem.Close()
 		return nil, err

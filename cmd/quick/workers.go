@@ -10,21 +10,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/internal/present"
-	"github.com/quickfdb/quickfdb/lanes"
 	"github.com/quickfdb/quickfdb/quick"
-	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
 )
+
+// maxWorkersListed bounds the worker records one command reads.
+const maxWorkersListed = 1000
 
 func (a *app) workersCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "workers",
-		Usage: "workers registered in the lanes registry: host, lanes watched, heartbeat age and count",
-		Description: "A one-shot read of the registry cannot judge liveness the way workers do (by seeing a heartbeat\n" +
-			"change on their own clock). Without --observe, STATUS compares the wall clock a worker wrote at\n" +
-			"its last beat with this machine's clock (--stale), so clock skew shifts it. With --observe D the\n" +
-			"registry is read twice, D apart, and a worker whose beat counter moved is \"beating\".",
+		Usage: "live workers, one row per worker: its process, task types, the jobs it runs, its last heartbeat",
+		Description: "Each worker writes one presence record per heartbeat period; this reads at most 1,000 of them in one\n" +
+			"range read. Without --observe, STATUS compares the wall clock a worker wrote at its last beat with\n" +
+			"this machine's clock (--stale), so clock skew shifts it. With --observe D the records are read\n" +
+			"twice, D apart, and a worker whose heartbeat moved is \"beating\".",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "only workers of this task type (repeatable); default every worker"},
 			&cli.DurationFlag{Name: "stale", Value: 5 * time.Second, Usage: "a heartbeat older than this (by wall clock) is stale"},
 			&cli.DurationFlag{Name: "observe", Usage: "read twice, this long apart, and report whose heartbeat moved"},
 			outputFlag(false),
@@ -33,33 +35,29 @@ func (a *app) workersCommand() *cli.Command {
 	}
 }
 
-// registrySpace is where the worker runtime keeps the lanes registry:
-// S(1,"w") beside the queue's keys (see quick/s1_keys.go).
-func registrySpace(q *quick.Queue) tuple.Subspace { return q.Root().Sub("w") }
-
-// workerRow is one registered worker as read from the registry.
+// workerRow is one worker in the output.
 type workerRow struct {
-	TaskType  string     `json:"task_type"`
 	ID        string     `json:"id"`
-	Host      string     `json:"host,omitempty"`
-	Lanes     []int      `json:"lanes"`
-	NumLanes  int        `json:"num_lanes,omitempty"`
-	Replicas  int        `json:"replicas,omitempty"`
-	Beats     uint64     `json:"beats"`
+	Process   string     `json:"process,omitempty"`
+	TaskTypes []string   `json:"task_types"`
+	Running   []quick.ID `json:"running"`
+	Started   *time.Time `json:"started,omitempty"`
 	LastBeat  *time.Time `json:"last_beat,omitempty"`
 	BeatAgeMs *int64     `json:"beat_age_ms,omitempty"`
 	Status    string     `json:"status"`
-	InfoError string     `json:"info_error,omitempty"`
 }
 
 func (a *app) workers(c *cli.Context) error {
+	observe, stale := c.Duration("observe"), c.Duration("stale")
+	if observe < 0 {
+		return fmt.Errorf("invalid --observe %v: want a positive duration", observe)
+	}
+	if stale <= 0 {
+		return fmt.Errorf("invalid --stale %v: want a positive duration", stale)
+	}
 	f, q, err := a.formatAndQueue(c)
 	if err != nil {
 		return err
-	}
-	observe := c.Duration("observe")
-	if observe < 0 {
-		return fmt.Errorf("invalid --observe %v: want a positive duration", observe)
 	}
 	rows, err := readWorkers(c.Context, q, c.StringSlice("type"))
 	if err != nil {
@@ -75,16 +73,16 @@ func (a *app) workers(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		first := map[string]uint64{}
+		first := map[string]*time.Time{}
 		for _, r := range rows {
-			first[r.TaskType+"\x00"+r.ID] = r.Beats
+			first[r.ID] = r.LastBeat
 		}
 		for i := range again {
-			b, seen := first[again[i].TaskType+"\x00"+again[i].ID]
+			b, seen := first[again[i].ID]
 			switch {
 			case !seen:
 				again[i].Status = "joined"
-			case again[i].Beats != b:
+			case again[i].LastBeat != nil && (b == nil || !again[i].LastBeat.Equal(*b)):
 				again[i].Status = "beating"
 			default:
 				again[i].Status = "silent"
@@ -103,7 +101,7 @@ func (a *app) workers(c *cli.Context) error {
 			switch {
 			case r.LastBeat == nil:
 				r.Status = "unknown"
-			case now.Sub(*r.LastBeat) > c.Duration("stale"):
+			case now.Sub(*r.LastBeat) > stale:
 				r.Status = "stale"
 			default:
 				r.Status = "ok"
@@ -119,65 +117,53 @@ func (a *app) workers(c *cli.Context) error {
 		}{rows})
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(a.d.Stdout, "no workers registered")
+		fmt.Fprintln(a.d.Stdout, "no live workers")
 		return nil
 	}
 	tw := newTable(a.d.Stdout)
-	row(tw, "TASK TYPE", "WORKER", "HOST", "LANES", "LAST BEAT", "BEATS", "STATUS")
+	row(tw, "WORKER", "PROCESS", "TASK TYPES", "RUNNING", "LAST BEAT", "STATUS")
 	for _, r := range rows {
-		lanes := present.LaneList(r.Lanes)
-		if r.InfoError != "" {
-			lanes = "? (" + r.InfoError + ")"
-		} else if r.NumLanes > 0 {
-			lanes = fmt.Sprintf("%s of %d", lanes, r.NumLanes)
-		}
 		beat := "-"
 		if r.BeatAgeMs != nil {
 			beat = present.Age(time.Duration(*r.BeatAgeMs)*time.Millisecond) + " ago"
 		}
-		row(tw, r.TaskType, r.ID, dash(r.Host), lanes, beat, r.Beats, r.Status)
+		row(tw, r.ID, dash(r.Process), oneLine(strings.Join(r.TaskTypes, ","), 40), len(r.Running), beat, r.Status)
 	}
 	return tw.Flush()
 }
 
-// readWorkers reads the registered workers of the given task types (every
-// task type in the registry when none is given), one snapshot of the lanes
-// registry per type.
+// readWorkers reads the live workers, those of the given task types only
+// when some are given.
 func readWorkers(ctx context.Context, q *quick.Queue, types []string) ([]workerRow, error) {
-	reg := lanes.NewRegistry(q.DB(), registrySpace(q), lanes.Options{})
-	if len(types) == 0 {
-		var err error
-		if types, err = reg.TaskTypes(ctx); err != nil {
-			return nil, fmt.Errorf("read the worker registry: %w", err)
-		}
+	ps, err := listWorkers(ctx, q)
+	if err != nil {
+		return nil, err
 	}
 	var rows []workerRow
-	for _, t := range types {
-		members, err := reg.Snapshot(ctx, t)
-		if err != nil {
-			return nil, fmt.Errorf("read the worker registry: %w", err)
+	for _, p := range ps {
+		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return slices.Contains(p.TaskTypes, t) }) {
+			continue
 		}
-		for _, m := range members {
-			r := workerRow{TaskType: t, ID: m.ID, Host: m.Info.Host, Lanes: m.Info.Lanes, NumLanes: m.Info.NumLanes,
-				Replicas: m.Info.Replicas, Beats: m.Counter}
-			if r.Lanes == nil {
-				r.Lanes = []int{}
-			}
-			if !m.Clock.IsZero() {
-				w := m.Clock.UTC()
-				r.LastBeat = &w
-			}
-			if m.InfoErr != nil {
-				r.InfoError = m.InfoErr.Error()
-			}
-			rows = append(rows, r)
+		r := workerRow{ID: p.ID, Process: p.Process, TaskTypes: p.TaskTypes, Running: p.Running,
+			Started: timePtr(p.Started), LastBeat: timePtr(p.Beat)}
+		if r.TaskTypes == nil {
+			r.TaskTypes = []string{}
 		}
+		if r.Running == nil {
+			r.Running = []quick.ID{}
+		}
+		rows = append(rows, r)
 	}
-	slices.SortFunc(rows, func(a, b workerRow) int {
-		if c := strings.Compare(a.TaskType, b.TaskType); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(rows, func(a, b workerRow) int { return strings.Compare(a.ID, b.ID) })
 	return rows, nil
+}
+
+// listWorkers is the one place the CLI reads worker presence
+// (worker.ListWorkers: one range read of at most maxWorkersListed records).
+func listWorkers(ctx context.Context, q *quick.Queue) ([]worker.Presence, error) {
+	ps, err := worker.ListWorkers(ctx, q, maxWorkersListed)
+	if err != nil {
+		return nil, fmt.Errorf("read the workers: %w", err)
+	}
+	return ps, nil
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// The zones layout's inspection (--layout zones): the pointer index, the
-// tenants with the most ready work, one tenant's queue. Every command is
-// bounded by its flags, whatever the number of tenants or the backlog.
+// The inspection of tenants' zones: the pointer index, the tenants with the
+// most ready work, one tenant's queue. Every command is bounded by its
+// flags, whatever the number of tenants or the backlog.
 
 func (a *app) zonesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "zones",
-		Usage: "the pointer index of the zones layout: per task type, each lane of a tenant's zone that holds jobs, by when it next has work",
+		Usage: "the pointer index: per task type, each lane of a tenant's zone that holds jobs, by when it next has work",
 		Description: "One entry per lane of a zone (a tenant's queue of a task type) that holds jobs, in the index's order:\n" +
 			"priority, then next vesting time (to the second once vested; workers take the oldest second first,\n" +
 			"starting at a random place in it), then a hash of tenant and lane. LEASED BY shows the worker holding the lane and until when.\n" +
@@ -161,27 +161,19 @@ func tenantCell(s string) string {
 func (a *app) tenantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenants",
-		Usage: "tenants with the most ready work of a task type (a bounded sample of the pointer index)",
-		Description: "Reads the first --limit vested entries of the pointer index (the lanes that waited longest) and counts\n" +
-			"each lane's ready jobs up to --cap, summed per tenant. It is a sample, not a global ranking: no per-tenant\n" +
-			"counter exists (it would cost a write per job). A count shown as ≥N hit the cap.",
+		Usage: "per task type, the tenants with the most ready work: their ready, leased and scheduled jobs, oldest ready job and lanes holding jobs",
+		Description: "Counts each tenant's zone of the type (its queue), the tenants found through the pointer index (every\n" +
+			"lane holding jobs has an entry), at most --budget keys per type: no per-tenant counter exists (it\n" +
+			"would cost a write per job). A count shown as ≥N hit the budget; \"more tenants not read\" says the\n" +
+			"budget ended before every tenant was. quick lanes --type T --tenant X shows one tenant's lanes.",
 		Flags: append([]cli.Flag{
-			typeFlag(),
-			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 20, Usage: "vested lanes sampled (at most 1000)"},
-			&cli.IntFlag{Name: "cap", Value: 1000, Usage: "most ready jobs counted per lane (at most 10000)"},
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
+			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 20, Usage: "tenants shown per type (at most 1000)"},
+			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per task type"},
 			outputFlag(false),
 		}, watchFlags()...),
 		Action: a.tenants,
 	}
-}
-
-type tenantRow struct {
-	ItemSpace        string     `json:"item_space"`
-	Ready            int        `json:"ready"`
-	Exact            bool       `json:"exact"`
-	Lanes            int        `json:"lanes"`
-	OldestReady      *time.Time `json:"oldest_ready,omitempty"`
-	OldestReadyAgeMs *int64     `json:"oldest_ready_age_ms,omitempty"`
 }
 
 func (a *app) tenants(c *cli.Context) error {
@@ -189,47 +181,56 @@ func (a *app) tenants(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t := c.String("type")
-	if c.Int("limit") <= 0 || c.Int("cap") <= 0 {
-		return fmt.Errorf("invalid --limit %d or --cap %d: want positive numbers", c.Int("limit"), c.Int("cap"))
+	limit, budget := c.Int("limit"), c.Int("budget")
+	if limit <= 0 || limit > 1000 || budget <= 0 {
+		return fmt.Errorf("invalid --limit %d or --budget %d: want 1 to 1000 tenants and a positive number of keys", limit, budget)
 	}
-	if err := checkTypes(c.Context, q, t); err != nil {
+	asked := c.StringSlice("type")
+	if err := checkTypes(c.Context, q, asked...); err != nil {
 		return err
 	}
 	return a.watch(c, "tenants", func(w io.Writer) error {
-		got, err := q.ReadyTenants(c.Context, quick.ReadyTenantsOptions{TaskType: t, Limit: c.Int("limit"), CountCap: c.Int("cap")})
+		reps, err := depthReports(c.Context, q, asked, nil, budget, limit, a.now())
 		if err != nil {
 			return err
 		}
-		now := a.now()
-		rows := make([]tenantRow, 0, len(got))
-		for _, r := range got {
-			tr := tenantRow{ItemSpace: r.ItemSpace, Ready: r.Ready, Exact: r.Exact, Lanes: r.Lanes, OldestReady: timePtr(r.OldestReady)}
-			if !r.OldestReady.IsZero() {
-				age := now.Sub(r.OldestReady).Milliseconds()
-				tr.OldestReadyAgeMs = &age
-			}
-			rows = append(rows, tr)
-		}
 		if f == formatJSON {
 			return writeJSON(w, struct {
-				TaskType string      `json:"task_type"`
-				Tenants  []tenantRow `json:"tenants"`
-			}{t, rows})
+				Types []typeDepth `json:"types"`
+			}{reps})
 		}
-		if len(rows) == 0 {
-			fmt.Fprintf(w, "%s: no tenant has ready work\n", t)
-			return nil
-		}
-		tw := newTable(w)
-		row(tw, "TENANT", "READY", "LANES", "OLDEST READY")
-		for _, r := range got {
-			row(tw, tenantCell(r.ItemSpace), fmtCount(r.Ready, r.Exact), r.Lanes, fmtRel(r.OldestReady, now))
-		}
-		tw.Flush()
-		fmt.Fprintf(w, "sample: the first %d vested lanes of %s, up to %d ready jobs counted per lane\n", c.Int("limit"), t, c.Int("cap"))
+		renderTenants(w, reps)
 		return nil
 	})
+}
+
+// renderTenants writes each type's totals and its top tenants.
+func renderTenants(w io.Writer, reps []typeDepth) {
+	if len(reps) == 0 {
+		fmt.Fprintln(w, "no task types yet: nothing was ever enqueued in this queue")
+		return
+	}
+	for i, r := range reps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  ready %s  leased %s  scheduled %s  oldest ready %s\n", r.TaskType,
+			fmtCount(r.Ready, r.Exact), fmtCount(r.Leased, r.Exact), fmtCount(r.Scheduled, r.Exact), ageCell(r.countRow))
+		if len(r.Tenants) == 0 {
+			fmt.Fprintln(w, "  no tenant has jobs")
+			continue
+		}
+		tw := newTable(w)
+		row(tw, "  TENANT", "READY", "LEASED", "SCHEDULED", "OLDEST READY", "LANES")
+		for _, t := range r.Tenants {
+			row(tw, "  "+tenantCell(t.ItemSpace), fmtCount(t.Ready, t.Exact), fmtCount(t.Leased, t.Exact),
+				fmtCount(t.Scheduled, t.Exact), ageCell(t.countRow), t.Lanes)
+		}
+		tw.Flush()
+		if !r.TenantsExact {
+			fmt.Fprintln(w, "  more tenants not read: the budget ended first (--budget)")
+		}
+	}
 }
 
 func (a *app) tenantCommand() *cli.Command {
