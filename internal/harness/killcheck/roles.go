@@ -51,6 +51,10 @@ func QueueOptions(l Layout) quick.Options {
 	o := quick.Options{ZoneLanes: Lanes, MaxZoneLanes: Lanes}
 	if l == LayoutShort {
 		o.TaskTypes = map[string]quick.TaskTypeOptions{TaskType: {ShortJobs: true}}
+		// One lane, never grown or split: the short-batch scenario needs
+		// the whole batch in the lane that one worker leases. Over Lanes
+		// lanes the two workers each leased some, and the batch was split.
+		o.ZoneLanes, o.MaxZoneLanes = 1, 1
 	}
 	return o
 }
