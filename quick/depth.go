@@ -244,23 +244,12 @@ func (d *Depth) add(reads []depthRead, nowMs int64, top int) error {
 		if len(kvs) > rd.cap {
 			kvs, t.Exact, allExact = kvs[:rd.cap], false, false
 		}
-		for _, p := range kvs {
-			jk, perr := rd.z.parseJobKey(p.Key)
-			var v zjobValue
-			if perr != nil || v.unmarshal(p.Value) != nil {
-				continue
-			}
-			switch stateOf(&v, jk.VestMs, nowMs) {
-			case StateReady:
-				t.Ready++
-				if vt := time.UnixMilli(jk.VestMs); t.OldestReady.IsZero() || vt.Before(t.OldestReady) {
-					t.OldestReady = vt
-				}
-			case StateLeased:
-				t.Leased++
-			default:
-				t.Scheduled++
-			}
+		c := countJobs(rd.z, kvs, nowMs)
+		t.Ready += c.ready
+		t.Leased += c.leased
+		t.Scheduled += c.scheduled
+		if !c.oldestReady.IsZero() && (t.OldestReady.IsZero() || c.oldestReady.Before(t.OldestReady)) {
+			t.OldestReady = c.oldestReady
 		}
 	}
 	complete := d.Exact
@@ -284,4 +273,39 @@ func (d *Depth) add(reads []depthRead, nowMs int64, top int) error {
 	d.TenantsExact = d.Exact && len(d.Tenants) <= top
 	d.Tenants = d.Tenants[:min(len(d.Tenants), top)]
 	return nil
+}
+
+// jobCounts are a lane's job keys counted by state.
+type jobCounts struct {
+	ready, leased, scheduled int
+	oldestReady              time.Time // when the longest-waiting ready job vested
+}
+
+// countJobs counts the job keys kvs of zone z by their state at nowMs,
+// passing over keys and values that do not parse (quarantine is the
+// claim's business, not a count's).
+func countJobs(z zone, kvs []kv.KeyValue, nowMs int64) jobCounts {
+	var c jobCounts
+	for _, p := range kvs {
+		jk, err := z.parseJobKey(p.Key)
+		if err != nil {
+			continue
+		}
+		var v zjobValue
+		if v.unmarshal(p.Value) != nil {
+			continue
+		}
+		switch stateOf(&v, jk.VestMs, nowMs) {
+		case StateReady:
+			c.ready++
+			if vt := time.UnixMilli(jk.VestMs); c.oldestReady.IsZero() || vt.Before(c.oldestReady) {
+				c.oldestReady = vt
+			}
+		case StateLeased:
+			c.leased++
+		default:
+			c.scheduled++
+		}
+	}
+	return c
 }

@@ -459,27 +459,8 @@ func (q *Queue) ZoneInfo(ctx context.Context, taskType, itemSpace string) (ZoneI
 			if len(keys) > info.Cap {
 				keys, li.Exact = keys[:info.Cap], false
 			}
-			for _, p := range keys {
-				jk, err := z.parseJobKey(p.Key)
-				if err != nil {
-					continue
-				}
-				var v zjobValue
-				if v.unmarshal(p.Value) != nil {
-					continue
-				}
-				switch stateOf(&v, jk.VestMs, nowMs) {
-				case StateReady:
-					li.ReadyJobs++
-					if vt := time.UnixMilli(jk.VestMs); li.OldestReady.IsZero() || vt.Before(li.OldestReady) {
-						li.OldestReady = vt
-					}
-				case StateLeased:
-					li.LeasedJobs++
-				default:
-					li.ScheduledJobs++
-				}
-			}
+			c := countJobs(z, keys, nowMs)
+			li.ReadyJobs, li.LeasedJobs, li.ScheduledJobs, li.OldestReady = c.ready, c.leased, c.scheduled, c.oldestReady
 			info.LaneStates = append(info.LaneStates, li)
 		}
 		return nil
