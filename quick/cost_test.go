@@ -145,7 +145,9 @@ func cpuSeconds(b *testing.B) float64 {
 // CPU time (getrusage) around the run, memkv included.
 // One op is the whole 20,000-job run: use -benchtime 3x.
 func BenchmarkEnqueueDrainCPU(b *testing.B) {
-	for _, layout := range []string{"zones"} {
+	// zones-untracked: the same for an Untracked task type (no lookup
+	// index entry per job), the cheaper mode beside the default.
+	for _, layout := range []string{"zones", "zones-untracked"} {
 		b.Run("layout="+layout, func(b *testing.B) {
 			const jobs, batch, claimers = 20_000, 100, 8
 			var cpu float64
@@ -153,6 +155,9 @@ func BenchmarkEnqueueDrainCPU(b *testing.B) {
 			for b.Loop() {
 				db := memkv.Open(memkv.Options{})
 				opts := quick.Options{Logger: quietLogger()}
+				if layout == "zones-untracked" {
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {Untracked: true}}
+				}
 				ctx := context.Background()
 				q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"cpu"}), opts)
 				if err != nil {
