@@ -86,6 +86,27 @@ func (r *runner) signalSlotsLocked() {
 	}
 }
 
+// beatChanged is closed when the clock check or the pause read changed
+// (signalBeat).
+func (r *runner) beatChanged() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.beatCh == nil {
+		r.beatCh = make(chan struct{})
+	}
+	return r.beatCh
+}
+
+// signalBeat wakes every claim loop refusing to claim: they look again.
+func (r *runner) signalBeat() {
+	r.mu.Lock()
+	if r.beatCh != nil {
+		close(r.beatCh)
+		r.beatCh = nil
+	}
+	r.mu.Unlock()
+}
+
 // moreWork is closed when a claim found a fresh lane with work (the index
 // has vested lanes again, maybe more than one) or this worker handed a lane
 // back: parked helpers wake on it.
@@ -166,16 +187,19 @@ func (r *runner) claimLoop(i int) {
 	k := claimersFor(r.opts.Concurrency)
 	per := max(1, (r.capacity()+k-1)/k)
 	for !w.stopping() {
+		// Take the wake-ups before reading the standing they announce: a
+		// change that lands between the two then still wakes this loop.
+		beat := r.beatChanged()
+		var clockChanged <-chan struct{}
+		if w.zclock != nil {
+			clockChanged = w.zclock.changed()
+		}
 		if reason := r.refuse(); reason != "" {
 			c.letGo()
 			if i == 0 {
 				r.noteRefusal(reason)
 			}
-			var clockChanged <-chan struct{}
-			if w.zclock != nil {
-				clockChanged = w.zclock.changed()
-			}
-			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, r.beat, clockChanged, nil) {
+			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, beat, clockChanged, nil) {
 				return
 			}
 			continue

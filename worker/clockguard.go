@@ -261,7 +261,7 @@ func (c *zclock) round(ctx context.Context) error {
 	c.mu.Unlock()
 	if changed {
 		for _, r := range w.snapshotRunners() {
-			notify(r.beat) // refusing claim loops look again now
+			r.signalBeat() // refusing claim loops look again now
 		}
 	}
 	if changed && (standby || known) {

@@ -64,7 +64,7 @@ func (w *Worker) pauseLoop() {
 		// Claim loops refusing on the pause (or on not knowing it yet)
 		// sleep until a heartbeat round: wake them to look again now.
 		for _, r := range w.snapshotRunners() {
-			notify(r.beat)
+			r.signalBeat()
 		}
 		err = watch.Wait(ctx)
 		watch.Cancel()

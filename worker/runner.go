@@ -36,9 +36,11 @@ type runner struct {
 	running map[runKey]*jobState
 
 	slotFreed chan struct{} // a handler returned
-	// beat is signalled when the clock check or the pause read changed:
-	// refusing claim loops look again.
-	beat chan struct{}
+	// beatCh (under mu) is closed when the clock check or the pause read
+	// changed: every refusing claim loop looks again (a broadcast; a
+	// one-slot channel woke only one of them, and the rest slept a whole
+	// heartbeat period).
+	beatCh chan struct{}
 
 	// The claim loops (claim.go, short.go).
 	reserved int           // under mu: slots reserved by claims in flight
@@ -64,7 +66,6 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 		w: w, taskType: taskType, opts: opts, exec: exec,
 		running:   map[runKey]*jobState{},
 		slotFreed: make(chan struct{}, 1),
-		beat:      make(chan struct{}, 1),
 	}
 	r.waker = newWaker(r)
 	r.zparks = make([]park, claimersFor(opts.Concurrency))
