@@ -70,6 +70,10 @@ const (
 	AckRelease
 	// AckDeadLetter moves the job to the dead letters at once.
 	AckDeadLetter
+	// AckCancel ends the job as cancelled (Error, if any, is the reason):
+	// it is deleted, as a completion, unless its retention keeps a
+	// finished record of it (StateCancelled). It is not a dead letter.
+	AckCancel
 )
 
 func (k AckKind) String() string {
@@ -84,6 +88,8 @@ func (k AckKind) String() string {
 		return "release"
 	case AckDeadLetter:
 		return "dead-letter"
+	case AckCancel:
+		return "cancel"
 	}
 	return "unknown"
 }
@@ -92,8 +98,8 @@ func (k AckKind) String() string {
 type Ack struct {
 	Lease Lease
 	Kind  AckKind
-	// Error is the failure text for AckFail and AckDeadLetter (truncated to
-	// 2,000 bytes).
+	// Error is the failure text for AckFail and AckDeadLetter, the reason
+	// for AckCancel (truncated to 2,000 bytes).
 	Error string
 	// Delay is the snooze for AckSnooze; for AckFail it replaces the
 	// backoff when positive.
@@ -163,6 +169,9 @@ type plannedAck struct {
 	Ack
 	now   time.Time
 	runAt time.Time // for fail (unless dead), snooze and release
+	// finBytes bounds what a completion or cancel writes for the job's
+	// finished record (retention.go): 0 without retention.
+	finBytes int
 }
 
 func (q *Queue) plan(acks []Ack) []plannedAck {
@@ -181,6 +190,10 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 			p.runAt = now.Add(a.Delay)
 		case AckRelease:
 			p.runAt = now
+		case AckComplete, AckCancel:
+			if zl := a.Lease.zl; zl != nil {
+				p.finBytes = q.finishedCost(a.Lease.TaskType, &zl.v, a.Error)
+			}
 		}
 		out[i] = p
 	}
@@ -199,7 +212,7 @@ func (q *Queue) checkAck(a Ack) error {
 		return fmt.Errorf("%w: the lease was not returned by Claim", ErrInvalidOption)
 	}
 	switch a.Kind {
-	case AckComplete, AckFail, AckRelease, AckDeadLetter:
+	case AckComplete, AckFail, AckRelease, AckDeadLetter, AckCancel:
 	case AckSnooze:
 		if a.Delay < 0 {
 			return fmt.Errorf("%w: negative snooze %v", ErrInvalidDelay, a.Delay)

@@ -219,7 +219,7 @@ func TestWorkOutcomes(t *testing.T) {
 		{"complete", func(context.Context, *worker.Job[Email]) error { return nil }, quicktest.EventCompleted, quick.StateFinished},
 		{"fail", func(context.Context, *worker.Job[Email]) error { return errors.New("smtp down") }, quicktest.EventFailed, quick.StateScheduled},
 		{"snooze", func(context.Context, *worker.Job[Email]) error { return worker.Snooze(time.Minute) }, quicktest.EventSnoozed, quick.StateScheduled},
-		{"cancel", func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, quicktest.EventDeadLettered, quick.StateDead},
+		{"cancel", func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, quicktest.EventCancelled, quick.StateCancelled},
 		{"complete-with", func(ctx context.Context, j *worker.Job[Email]) error {
 			return j.CompleteWith(ctx, func(tr kv.Transaction) error { tr.Set([]byte("sent/"+j.Args.To), nil); return nil })
 		}, quicktest.EventCompleted, quick.StateFinished},
