@@ -83,17 +83,19 @@ func decodeAttemptError(typ protowire.Type, raw []byte) (AttemptError, error) {
 		return AttemptError{}, fmt.Errorf("%w: attempt error has wire type %d", ErrCorrupt, typ)
 	}
 	var e AttemptError
+	var atMs int64
 	err := walkValue(raw, func(num protowire.Number, _ protowire.Type, r []byte, x uint64) error {
 		switch num {
 		case 1:
 			e.Attempt = int(int64(x))
 		case 2:
-			e.At = time.UnixMilli(int64(x))
+			atMs = int64(x)
 		case 3:
 			e.Error = string(r)
 		}
 		return nil
 	})
+	e.At = time.UnixMilli(atMs)
 	if err == nil && (e.Attempt < 0 || len(e.Error) > maxErrorLen) {
 		err = fmt.Errorf("%w: attempt error (attempt %d, %d bytes)", ErrCorrupt, e.Attempt, len(e.Error))
 	}

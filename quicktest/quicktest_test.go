@@ -237,6 +237,22 @@ func TestWorkOutcomes(t *testing.T) {
 	}
 }
 
+// With retention (here the insert's own, InsertOpts.Retain) the job after
+// the run is its finished record: completed, or cancelled with its reason.
+func TestWorkOutcomesRetained(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	opts := &quicktest.WorkOpts{Insert: &quick.InsertOpts{Retain: time.Hour}}
+	done := quicktest.Work(ctx, t, q, func(context.Context, *worker.Job[Email]) error { return nil }, Email{To: "a"}, opts)
+	if done.Event != quicktest.EventCompleted || done.Job.State != quick.StateCompleted || done.Job.Attempt != 1 {
+		t.Fatalf("completed run: %s, %+v", done.Event, done.Job)
+	}
+	c := quicktest.Work(ctx, t, q, func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, Email{To: "b"}, opts)
+	if c.Event != quicktest.EventCancelled || c.Job.State != quick.StateCancelled || c.Job.LastError != "bad address" {
+		t.Fatalf("cancelled run: %s, %+v", c.Event, c.Job)
+	}
+}
+
 func TestWorkJobGivenAndDecodeFailure(t *testing.T) {
 	q, clk := newQueue(t)
 	ctx := context.Background()
