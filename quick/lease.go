@@ -126,8 +126,9 @@ type AckResult struct {
 //
 // Keys: reads each job key (serializable: a concurrent claim of the same
 // job conflicts) and, for short leases, each lane's state once. Complete
-// clears the job key (and its blobs, unique key, lookup index, and sets the
-// outcome of a waitable job); fail, snooze and release clear it and set it
+// and cancel clear the job key (and its blobs, unique key, lookup index,
+// and set the outcome of a waitable job and the finished record of a job
+// with retention: retainTx); fail, snooze and release clear it and set it
 // at its new vesting time (moving the lane's pointer earlier when needed);
 // a dead letter writes what zoneDeadLetterTx lists (deadletter.go).
 func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
