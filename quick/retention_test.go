@@ -343,3 +343,31 @@ func TestCorruptFinishedRecordNeverBlocksThePurge(t *testing.T) {
 		t.Fatalf("quarantine %d entries, %v; want 2", len(qs), err)
 	}
 }
+
+// Retention works in short-job mode and for an Untracked task type: the
+// finished record is found by ID though the job had no lookup index entry.
+func TestRetentionInShortModeAndUntracked(t *testing.T) {
+	for _, o := range []quick.TaskTypeOptions{
+		{ShortJobs: true, Retain: time.Hour},
+		{Untracked: true, Retain: time.Hour},
+	} {
+		e := newEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"email": o}})
+		id := e.enqueue(t, quick.NewJob{TaskType: "email", Payload: []byte("x")})[0].ID
+		res, err := e.q.Consumer().Claim(e.ctx, quick.ClaimOptions{TaskType: "email", Holder: "w", Max: 1, Lease: time.Minute})
+		if err != nil || len(res.Jobs) != 1 {
+			t.Fatalf("%+v: claim %+v, %v", o, res, err)
+		}
+		if _, err := e.q.Ack(e.ctx, quick.Ack{Lease: res.Jobs[0], Kind: quick.AckComplete}); err != nil {
+			t.Fatal(err)
+		}
+		if res.Lane != nil {
+			if err := e.q.Consumer().ReleaseLane(e.ctx, *res.Lane); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := e.q.Get(e.ctx, id)
+		if err != nil || info.State != quick.StateCompleted || info.Attempt != 1 || string(info.Payload) != "x" {
+			t.Fatalf("%+v: %+v, %v", o, info, err)
+		}
+	}
+}
