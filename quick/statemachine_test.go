@@ -5,6 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,6 +189,8 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	opts := Options{
 		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
 		MaxLease: time.Minute, ZoneLanes: 2, MaxZoneLanes: 4,
+		// The repairs of pointerless lanes (unpoint) warn at every step.
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TaskTypes: map[string]TaskTypeOptions{zsmType: {}},
 		ZoneSpace: func(itemSpace string) tuple.Subspace {
 			if itemSpace == "t2" {
