@@ -85,9 +85,14 @@ func (k *keeper) awaitRelease(st *jobState) {
 	go func() {
 		st.mu.Lock() // waits for the holder: the section is empty on purpose
 		st.mu.Unlock()
+		// Pending from here (Worker.quiet), before the wait is dropped:
+		// the next round sees the job let go.
+		k.kicks.Add(1)
 		k.heldMu.Lock()
 		delete(k.held, st)
 		k.heldMu.Unlock()
+		// And a round after the drop: one that found the job held again
+		// in between registered no waiter for it.
 		k.kick()
 	}()
 }
