@@ -31,7 +31,7 @@ func (p *park) asleep(now time.Time) bool {
 // advance or an outside event moves it.
 func (w *Worker) quiet() bool {
 	now := w.clk.Now()
-	if !w.keeper.loopState.asleep(now) || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
+	if !w.keeper.loopState.asleep(now) || w.keeper.pending() || w.keeper.waitingOnLock() || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
 		return false
 	}
 	// The paused task types are read once, asynchronously (pause.go),
