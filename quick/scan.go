@@ -54,26 +54,43 @@ func scanPeek(opts ClaimOptions) int {
 }
 
 // candidatesOf picks up to n candidates among the pickable entries es an
-// index read saw, in the order read (priority first), at most one per zone
-// and none of picked's zone: a scan's round visits each zone once, however
-// many lanes a hot zone has vested (issue 22, item 6, counted per zone).
+// index read saw, in the order read (priority first): one per zone first,
+// none of picked's zone, so that a scan's round visits each zone once
+// however many lanes a hot zone has vested (issue 22, item 6, counted per
+// zone); only when the entries hold fewer other zones than n, more lanes
+// of the zones already chosen (picked's included), so that one busy zone
+// alone still keeps every waiting executor at work.
 func candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []LaneCandidate {
 	seen := map[string]bool{string(picked.z.space.Bytes()): true}
+	used := make([]bool, len(es))
 	var out []LaneCandidate
-	for _, e := range es {
+	add := func(i int) {
+		e := es[i]
+		used[i] = true
+		l := e.lane()
+		out = append(out, LaneCandidate{
+			TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
+			PtrAt: time.UnixMilli(e.PtrMs), lane: l, ptrMs: e.PtrMs,
+		})
+	}
+	for i, e := range es {
 		if len(out) == n {
-			break
+			return out
 		}
 		zk := string(e.Value.Zone)
 		if seen[zk] && !mutant.On("quick.scan-zone-once") {
 			continue
 		}
 		seen[zk] = true
-		l := e.lane()
-		out = append(out, LaneCandidate{
-			TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,
-			PtrAt: time.UnixMilli(e.PtrMs), lane: l, ptrMs: e.PtrMs,
-		})
+		add(i)
+	}
+	for i := range es {
+		if len(out) == n {
+			break
+		}
+		if !used[i] {
+			add(i)
+		}
 	}
 	return out
 }

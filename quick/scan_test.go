@@ -10,50 +10,68 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// A scanning claim returns other vested lanes, one per zone, none of the
-// claimed lane's zone; each is claimed with From by another holder without
-// a miss.
+// A scanning claim returns other vested lanes, one per zone first, none of
+// the claimed lane's zone; each is claimed with From by another holder
+// without a miss. Only when the other zones run out does it add more lanes
+// of a zone already chosen.
 func TestScanReturnsOneVestedLanePerOtherZone(t *testing.T) {
-	e := zonesEnv(t, quick.Options{ZoneLanes: 4})
-	var jobs []quick.NewJob
-	for i := range 16 {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: "hot", Payload: []byte(fmt.Sprint(i))})
-	}
-	for _, s := range []string{"a", "b", "c"} {
-		jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: s})
-	}
-	e.enqueue(t, jobs...)
-	first := e.zclaim(t, quick.ClaimOptions{Scan: 8, Max: 1})
-	if len(first.Jobs) != 1 {
-		t.Fatalf("scanning claim took %d jobs", len(first.Jobs))
-	}
-	claimed := first.Jobs[0].ItemSpace
-	want := 3 // the four zones but the claimed one
-	if len(first.Candidates) != want {
-		t.Fatalf("candidates = %+v, want %d (claimed %q)", first.Candidates, want, claimed)
-	}
-	zones := map[string]bool{claimed: true}
-	for i, c := range first.Candidates {
-		if zones[c.ItemSpace] {
-			t.Fatalf("candidate %d of zone %q: a zone twice, or the claimed one", i, c.ItemSpace)
+	for trial := range 10 {
+		// 4 hot lanes and 3 cold zones: 7 pointers, all in the index read.
+		e := zonesEnv(t, quick.Options{ZoneLanes: 4})
+		var jobs []quick.NewJob
+		for i := range 64 {
+			jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: "hot", Payload: []byte(fmt.Sprint(i))})
 		}
-		zones[c.ItemSpace] = true
-		if c.TaskType != "email" || c.PtrAt.After(epoch) {
-			t.Fatalf("candidate %+v", c)
+		for _, s := range []string{"a", "b", "c"} {
+			jobs = append(jobs, quick.NewJob{TaskType: "email", ItemSpace: s})
 		}
-		got := e.zclaim(t, quick.ClaimOptions{From: &first.Candidates[i], Holder: fmt.Sprint("h", i), Max: 100})
-		if got.Missed || len(got.Jobs) == 0 {
-			t.Fatalf("claim from candidate %+v = %+v", c, got)
+		e.enqueue(t, jobs...)
+		first := e.zclaim(t, quick.ClaimOptions{Scan: 3, Max: 1})
+		if len(first.Jobs) != 1 {
+			t.Fatalf("scanning claim took %d jobs", len(first.Jobs))
 		}
-		for _, l := range got.Jobs {
-			if l.ItemSpace != c.ItemSpace {
-				t.Fatalf("claim from a lane of %q took a job of %q", c.ItemSpace, l.ItemSpace)
+		claimed := first.Jobs[0].ItemSpace
+		want := 3 // the other zones: three cold ones, or two and the hot one
+		if len(first.Candidates) != want {
+			t.Fatalf("trial %d: candidates = %+v, want %d (claimed %q)", trial, first.Candidates, want, claimed)
+		}
+		zones := map[string]bool{claimed: true}
+		for i, c := range first.Candidates {
+			if zones[c.ItemSpace] {
+				t.Fatalf("trial %d: candidate %d of zone %q: a zone twice, or the claimed one, while other zones had vested lanes", trial, i, c.ItemSpace)
+			}
+			zones[c.ItemSpace] = true
+			if c.TaskType != "email" || c.PtrAt.After(epoch) {
+				t.Fatalf("candidate %+v", c)
+			}
+			got := e.zclaim(t, quick.ClaimOptions{From: &first.Candidates[i], Holder: fmt.Sprint("h", i), Max: 100})
+			if got.Missed || len(got.Jobs) == 0 {
+				t.Fatalf("claim from candidate %+v = %+v", c, got)
+			}
+			for _, l := range got.Jobs {
+				if l.ItemSpace != c.ItemSpace {
+					t.Fatalf("claim from a lane of %q took a job of %q", c.ItemSpace, l.ItemSpace)
+				}
 			}
 		}
-	}
-	// Without Scan, no candidates.
-	if c := e.zclaim(t, quick.ClaimOptions{Max: 1}); len(c.Candidates) != 0 {
-		t.Fatalf("claim without Scan returned candidates %+v", c.Candidates)
+		// One zone alone: a scan fills up with its other lanes.
+		h := zonesEnv(t, quick.Options{ZoneLanes: 4})
+		h.enqueue(t, jobs[:64]...)
+		more := h.zclaim(t, quick.ClaimOptions{Scan: 4, Max: 1})
+		if len(more.Jobs) != 1 || len(more.Candidates) != 3 {
+			t.Fatalf("trial %d: scan of one zone of 4 lanes = %d jobs, %d candidates", trial, len(more.Jobs), len(more.Candidates))
+		}
+		lanes := map[int]bool{}
+		for _, c := range more.Candidates {
+			if c.ItemSpace != "hot" || lanes[c.Lane] {
+				t.Fatalf("trial %d: candidates %+v: want distinct lanes of the hot zone", trial, more.Candidates)
+			}
+			lanes[c.Lane] = true
+		}
+		// Without Scan, no candidates.
+		if c := e.zclaim(t, quick.ClaimOptions{Max: 1}); len(c.Candidates) != 0 {
+			t.Fatalf("claim without Scan returned candidates %+v", c.Candidates)
+		}
 	}
 }
 
