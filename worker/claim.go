@@ -187,6 +187,9 @@ func (r *runner) claimLoop(i int) {
 	defer r.zloops.Done()
 	c := &claimer{r: r, i: i, park: &r.zparks[i]}
 	defer c.park.forever()
+	if i == 0 {
+		defer r.feed.drain(r)
+	}
 	defer c.letGo()
 	w := r.w
 	k := claimersFor(r.opts.Concurrency)

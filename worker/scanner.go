@@ -37,18 +37,25 @@ type feedItem struct {
 
 // scanFeed is a runner's hand-over from scanner to executors.
 type scanFeed struct {
-	// ch is unbuffered: an item is handed over only to an executor that
-	// waits for one, never queued where it would go stale.
+	// ch holds at most one item per waiting executor (offer): an item is
+	// handed over only to an executor that waits for one, never queued
+	// where it would go stale. (Buffered, so that an executor between
+	// counting itself in waiting and receiving does not miss it.)
 	ch chan feedItem
 	// waiting counts the executors waiting for an item: how many more
 	// lanes the scanner's claims ask the index for.
 	waiting atomic.Int32
 }
 
-func newScanFeed() *scanFeed { return &scanFeed{ch: make(chan feedItem)} }
+func newScanFeed() *scanFeed { return &scanFeed{ch: make(chan feedItem, claimers)} }
 
-// offer hands it to a waiting executor, if one waits; false if none took it.
+// offer hands it to a waiting executor, if one waits for it; false if none
+// does. Only the scanner offers, so the items queued never outnumber the
+// executors waiting (but at a stop: drain).
 func (f *scanFeed) offer(it feedItem) bool {
+	if int(f.waiting.Load()) <= len(f.ch) {
+		return false
+	}
 	select {
 	case f.ch <- it:
 		return true
@@ -98,6 +105,21 @@ func (c *claimer) distribute(res quick.Claimed) {
 	}
 	for i := range res.Candidates {
 		if !r.feed.offer(feedItem{cand: &res.Candidates[i]}) {
+			return
+		}
+	}
+}
+
+// drain, at the scanner's exit, lets go of the lanes left in the feed by
+// executors that stopped before taking them.
+func (f *scanFeed) drain(r *runner) {
+	for {
+		select {
+		case it := <-f.ch:
+			if it.ptr != nil || it.sl != nil {
+				(&claimer{r: r, ptr: it.ptr, sl: it.sl}).letGo()
+			}
+		default:
 			return
 		}
 	}

@@ -26,6 +26,8 @@ func TestScannerAloneReadsTheIndex(t *testing.T) {
 	})
 	e.start(w)
 	e.settle(w) // the executors wait for the scanner
+	r := w.snapshotRunners()[0]
+	e.waitFor("the executors to wait for the scanner", func() bool { return int(r.feed.waiting.Load()) == claimers-1 })
 	tdb.reset()
 	var jobs []quick.NewJob
 	for i := range zones {
