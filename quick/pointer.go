@@ -569,6 +569,9 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
 			i := int(q.randUint64() % uint64(len(vested)))
+			if more != nil {
+				i = q.pickByZone(vested) // a scan counts each zone once (scan.go)
+			}
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]

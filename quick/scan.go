@@ -95,6 +95,33 @@ func candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []L
 	return out
 }
 
+// pickByZone picks an entry of es at random by zone: a zone at random among
+// those es hold, then one of its lanes. A scanning claim so takes a hot
+// zone's lane no more often than a cold zone's, however many lanes the hot
+// one has vested (a pick at random by lane gave a zone of 64 lanes 64
+// turns to a one-lane zone's one).
+func (q *Queue) pickByZone(es []pointerEntry) int {
+	if mutant.On("quick.scan-zone-once") {
+		return int(q.randUint64() % uint64(len(es)))
+	}
+	var zones []string
+	seen := map[string]bool{}
+	for _, e := range es {
+		if z := string(e.Value.Zone); !seen[z] {
+			seen[z] = true
+			zones = append(zones, z)
+		}
+	}
+	z := zones[q.randUint64()%uint64(len(zones))]
+	var in []int
+	for i, e := range es {
+		if string(e.Value.Zone) == z {
+			in = append(in, i)
+		}
+	}
+	return in[q.randUint64()%uint64(len(in))]
+}
+
 // checkFrom checks ClaimOptions.Scan and From.
 func checkFrom(o ClaimOptions) error {
 	if o.Scan < 0 || o.Scan > maxScan {
