@@ -211,6 +211,9 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 	if o.Peek == 0 {
 		o.Peek = defaultPeek
 	}
+	if err := checkFrom(o); err != nil {
+		return o, err
+	}
 	if p := o.Lane; p != nil {
 		if p.token == 0 || p.lane.z.space.Bytes() == nil {
 			return o, fmt.Errorf("%w: the Lane was not returned by a claim", ErrInvalidOption)
@@ -321,7 +324,24 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		var nextMs int64
 		var err error
 		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
-		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre)
+		if opts.From != nil {
+			// A lane a scan saw (scan.go): no index read.
+			p, found, read, err = q.acquireCandidate(tr, opts, short, now, pre)
+			if err == nil && !found {
+				res.Missed, res.NextVest = true, now
+				return res, nil
+			}
+		} else {
+			var more *[]pointerEntry
+			var seen []pointerEntry
+			if opts.Scan > 0 {
+				more = &seen
+			}
+			p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, scanPeek(opts), opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, more)
+			if found && opts.Scan > 0 {
+				res.Candidates = candidatesOf(opts.TaskType, seen, p.lane, opts.Scan)
+			}
+		}
 		if err != nil {
 			return res, err
 		}

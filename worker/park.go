@@ -50,6 +50,9 @@ func (w *Worker) quiet() bool {
 		if !r.shorts.loopState.asleep(now) || r.shorts.pending() {
 			return false
 		}
+		if len(r.feed.ch) > 0 {
+			return false // a lane handed to an executor not yet taken up
+		}
 		for i := range r.zparks {
 			if !r.zparks[i].asleep(now) {
 				return false
