@@ -34,6 +34,8 @@ func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool)
 			recs[i] = tr.Snapshot().Get(q.k.jobKey(a.Lease.ID))
 		}
 	}
+	var sa slotAcks // tenant concurrency slots (limitgate.go)
+	sa.read(q, tr, acks)
 	var c coverer
 	out := make([]AckResult, len(acks))
 	for i, a := range acks {
@@ -58,12 +60,18 @@ func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool)
 		if err != nil {
 			return nil, err
 		}
+		if err := sa.held(q, tr, i, a); err != nil {
+			return nil, err
+		}
 		if !res.RunAt.IsZero() {
 			// Where the job went (vestAfterHandout may move it later):
 			// a retry after an unknown commit looks for it there.
 			acks[i].runAt = res.RunAt
 		}
 		out[i] = res
+	}
+	if err := sa.finish(q, tr, acks[0].now.UnixMilli()); err != nil {
+		return nil, err
 	}
 	if err := q.applyCover(tr, &c, acks[0].now.UnixMilli()); err != nil {
 		return nil, err

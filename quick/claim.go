@@ -102,6 +102,10 @@ func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error
 		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	var res Claimed
+	// The task type's tenant limits, read once a second (limits.go).
+	if _, err := q.limitsOf(ctx, opts.TaskType); err != nil {
+		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
+	}
 	now := q.Now()
 	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		if err := setClaimOptions(tr, opts); err != nil {
@@ -285,6 +289,12 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 	var res Claimed
 	var p LaneLease
 	var read *laneRead // the lane's keys, read beside its state by acquire
+	// The tenant's limits (limitgate.go): g gates the claim when the
+	// tenant has a concurrency or rate limit; its reads go beside the
+	// lane's.
+	view := q.cachedView(opts.TaskType)
+	var g *gate
+	var lim Limits
 	if opts.Lane != nil {
 		p = *opts.Lane
 		if !p.Short || p.Lapsed {
@@ -292,6 +302,13 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			// its state, one round trip instead of two per claim of a
 			// drain (takeShort reads from the holder's cursor instead).
 			read = q.readLane(tr, opts, p.lane, false, now)
+		}
+		if !view.none() {
+			var err error
+			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
+				return res, errGated(p.ItemSpace, err)
+			}
+			g = q.gateRead(tr, lim, p.lane)
 		}
 		s, err := q.checkHold(tr, &p)
 		if err != nil {
@@ -320,8 +337,23 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		var found bool
 		var nextMs int64
 		var err error
-		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
+		var preErr error
+		pre := func(l laneRef) *laneRead {
+			s := short
+			if !view.none() {
+				if lim, preErr = q.effectiveLimits(tr, view, l); preErr == nil {
+					// A tenant under a concurrency limit runs with per-job
+					// leases, whose slots follow them.
+					s = s && lim.concurrency() == 0
+					g = q.gateRead(tr, lim, l)
+				}
+			}
+			return q.readLane(tr, opts, l, s, now)
+		}
 		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre)
+		if err == nil && preErr != nil {
+			err = errGated(p.ItemSpace, preErr)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -330,6 +362,16 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 				res.NextVest = time.UnixMilli(nextMs)
 			}
 			return res, nil
+		}
+		if !view.none() && (g == nil || g.itemSpace != p.ItemSpace) {
+			// The first pick was stale: the gate is the tenant's taken.
+			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
+				return res, errGated(p.ItemSpace, err)
+			}
+			g = q.gateRead(tr, lim, p.lane)
+		}
+		if lim.concurrency() > 0 && p.Short && p.unsaved {
+			p.Short = false // per-job leases, whose slots follow them
 		}
 		if p.Lapsed && p.lapsedShort != 0 {
 			// The lapsed holder's hand-outs ran, uncounted: count them
@@ -346,6 +388,38 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		}
 	}
 	takeShort := p.Short && !p.Lapsed
+	if g != nil {
+		want := opts.Max
+		if takeShort && lim.concurrency() > 0 {
+			// A short-job lane held since before the tenant's concurrency
+			// limit: it hands out nothing more, and its holder lets it go.
+			want = 0
+		}
+		if err := g.decide(tr, want, now); err != nil {
+			return res, errGated(p.ItemSpace, err)
+		}
+		if g.allow == 0 {
+			if err := read.discard(); err != nil {
+				return res, err
+			}
+			g.commit(tr, nil)
+			if takeShort && opts.Lane != nil {
+				// Its hand-outs run under its lease: only its holder may
+				// hand it back.
+				kept := p
+				res.Lane = &kept
+				return res, nil
+			}
+			// Nothing may start: the lane waits, parked, until the tenant
+			// may start again; other lanes may have work now.
+			q.park(tr, &p, g)
+			res.NextVest = now
+			return res, nil
+		}
+		if g.allow < opts.Max {
+			opts.Max, opts.capped, opts.gate = g.allow, true, g
+		}
+	}
 	if read != nil && read.short != takeShort {
 		// Read for the other kind of claim (a short-job lane taken over
 		// after its lease lapsed is claimed with per-job leases).
@@ -363,6 +437,9 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 	if err == nil && res.Lane != nil {
 		// The claim keeps the lane: write the lease acquire took.
 		q.saveHold(tr, res.Lane)
+	}
+	if err == nil {
+		g.commit(tr, res.Jobs)
 	}
 	return res, err
 }
@@ -501,12 +578,18 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ClaimOptions, p *LaneLease, no
 		}
 	}
 	res.More = leftVested
+	if opts.capped && res.More {
+		// The tenant's limits, not the lane, stopped the claim: the lane
+		// goes back (behind the others) rather than grow or split, which
+		// would not let the tenant start more.
+		opts.Keep = false
+	}
 	if len(res.Jobs) == 0 && !res.More {
 		// The lane's pointer vested before its jobs (a lease renewed or a
 		// job moved later): other lanes may have work, look again now.
 		res.NextVest = now
 	}
-	if res.More {
+	if res.More && !opts.capped {
 		n, err := q.growZone(tr, l, metaF, taken, nowMs)
 		if err != nil {
 			return err
@@ -524,6 +607,12 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ClaimOptions, p *LaneLease, no
 				res.NextVest = now
 			}
 		}
+	}
+	if opts.capped && res.More && opts.gate.blockedAfter(len(taken), now) {
+		// The limits stopped the claim and the tenant may start nothing
+		// more now: the lane waits, parked, rather than come back at once.
+		q.park(tr, p, opts.gate)
+		return nil
 	}
 	if opts.Keep && res.More {
 		kept := *p

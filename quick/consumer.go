@@ -99,6 +99,11 @@ type ClaimOptions struct {
 	// jobs, so that the next claim continues on it (Claimed.Lane);
 	// without it the claim hands the lane back in its own transaction.
 	Keep bool
+
+	// capped is set by the claim when its tenant's limits lowered Max
+	// (limitgate.go).
+	capped bool
+	gate   *gate
 }
 
 // Claimed is the outcome of a claim.

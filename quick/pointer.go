@@ -200,7 +200,7 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"):
+		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"), s.Parked:
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
 			// An unleased pointer that vests by the new job, or has vested
@@ -212,8 +212,9 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			// behind the lanes that were waiting before it (a lane handed
 			// back would otherwise jump among its second's new work), and
 			// the enqueue writes nothing a claim reads (0.2 conflicts per
-			// claim at one worker in steady mode when it did). Either way
-			// the pointer stays, if it is there.
+			// claim at one worker in steady mode when it did). A parked
+			// pointer waits for its tenant's limits (limitgate.go). Either
+			// way the pointer stays, if it is there.
 			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
@@ -525,7 +526,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		// again (a round trip each) only when a pointer turns out stale,
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
-			i := int(q.randUint64() % uint64(len(vested)))
+			i := q.pickIndex(taskType, vested) // weighed by tenant limits, if any
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]
