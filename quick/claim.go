@@ -102,10 +102,6 @@ func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error
 		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
 	}
 	var res Claimed
-	// The task type's tenant limits, read once a second (limits.go).
-	if _, err := q.limitsOf(ctx, opts.TaskType); err != nil {
-		return Claimed{}, fmt.Errorf("quick: claim %s: %w", opts.TaskType, err)
-	}
 	now := q.Now()
 	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		if err := setClaimOptions(tr, opts); err != nil {
@@ -292,7 +288,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 	// The tenant's limits (limitgate.go): g gates the claim when the
 	// tenant has a concurrency or rate limit; its reads go beside the
 	// lane's.
-	view := q.cachedView(opts.TaskType)
+	vl := q.loadView(tr, opts.TaskType, now)
 	var g *gate
 	var lim Limits
 	if opts.Lane != nil {
@@ -303,7 +299,9 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			// drain (takeShort reads from the holder's cursor instead).
 			read = q.readLane(tr, opts, p.lane, false, now)
 		}
-		if !view.none() {
+		if view := vl.get(); vl.err != nil {
+			return res, vl.err
+		} else if !view.none() {
 			var err error
 			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
 				return res, errGated(p.ItemSpace, err)
@@ -340,7 +338,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		var preErr error
 		pre := func(l laneRef) *laneRead {
 			s := short
-			if !view.none() {
+			if view := vl.get(); !view.none() {
 				if lim, preErr = q.effectiveLimits(tr, view, l); preErr == nil {
 					// A tenant under a concurrency limit runs with per-job
 					// leases, whose slots follow them.
@@ -350,7 +348,11 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			}
 			return q.readLane(tr, opts, l, s, now)
 		}
-		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre)
+		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, vl.get)
+		vl.get() // issued before the index's read: it is in by now
+		if err == nil && vl.err != nil {
+			err = vl.err
+		}
 		if err == nil && preErr != nil {
 			err = errGated(p.ItemSpace, preErr)
 		}
@@ -363,7 +365,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			}
 			return res, nil
 		}
-		if !view.none() && (g == nil || g.itemSpace != p.ItemSpace) {
+		if view := vl.get(); !view.none() && (g == nil || g.itemSpace != p.ItemSpace) {
 			// The first pick was stale: the gate is the tenant's taken.
 			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
 				return res, errGated(p.ItemSpace, err)

@@ -297,8 +297,7 @@ func (q *Queue) park(tr kv.Transaction, p *LaneLease, g *gate) {
 // and, when the task type's tenants have different weights, each tenant
 // with a chance in proportion to its weight (its lanes among those seen
 // share it).
-func (q *Queue) pickIndex(taskType string, vested []pointerEntry) int {
-	v := q.cachedView(taskType)
+func (q *Queue) pickIndex(v *limitsView, vested []pointerEntry) int {
 	if len(vested) < 2 || v == nil || !v.weighted || mutant.On("quick.limit-weight") {
 		return int(q.randUint64() % uint64(len(vested)))
 	}

@@ -237,46 +237,50 @@ func (q *Queue) limitsOf(ctx context.Context, taskType string) (*limitsView, err
 }
 
 func (q *Queue) readLimits(ctx context.Context, taskType string, now time.Time) (*limitsView, error) {
-	v := &limitsView{at: now}
+	var v *limitsView
 	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		*v = limitsView{at: now}
 		kvs, err := tr.Snapshot().GetRange(q.k.typeLimitsRange(taskType), kv.RangeOptions{Limit: maxCachedOverrides + 2}).GetSliceWithError()
-		if err != nil {
-			return err
-		}
-		defKey := q.k.typeLimitKey(taskType)
-		for _, p := range kvs {
-			var l Limits
-			if derr := l.unmarshal(p.Value); derr != nil {
-				// A corrupt record limits nothing; it is reported, not fatal.
-				q.opts.Logger.Warn("quick: a tenant limit does not decode; ignored", "task_type", taskType, "err", derr)
-				continue
-			}
-			if string(p.Key) == string(defKey) {
-				v.def = l
-				continue
-			}
-			if len(v.over) >= maxCachedOverrides {
-				v.partial = true
-				break
-			}
-			t, err := q.k.limitsSpace().Unpack(p.Key)
-			if err != nil || len(t) != 2 {
-				continue
-			}
-			is, ok := t[1].(string)
-			if !ok {
-				continue
-			}
-			if v.over == nil {
-				v.over = map[string]Limits{}
-			}
-			v.over[is] = l
-		}
-		return nil
+		v = q.parseLimits(taskType, kvs, now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("quick: read limits of %s: %w", taskType, err)
+	}
+	return v, nil
+}
+
+// parseLimits makes a view of a task type's limits from the range read of
+// S (1, "tl", type) (typeLimitsRange).
+func (q *Queue) parseLimits(taskType string, kvs []kv.KeyValue, now time.Time) *limitsView {
+	v := &limitsView{at: now}
+	defKey := q.k.typeLimitKey(taskType)
+	for _, p := range kvs {
+		var l Limits
+		if derr := l.unmarshal(p.Value); derr != nil {
+			// A corrupt record limits nothing; it is reported, not fatal.
+			q.opts.Logger.Warn("quick: a tenant limit does not decode; ignored", "task_type", taskType, "err", derr)
+			continue
+		}
+		if string(p.Key) == string(defKey) {
+			v.def = l
+			continue
+		}
+		if len(v.over) >= maxCachedOverrides {
+			v.partial = true
+			break
+		}
+		t, err := q.k.limitsSpace().Unpack(p.Key)
+		if err != nil || len(t) != 2 {
+			continue
+		}
+		is, ok := t[1].(string)
+		if !ok {
+			continue
+		}
+		if v.over == nil {
+			v.over = map[string]Limits{}
+		}
+		v.over[is] = l
 	}
 	v.gated = v.def.gated() || v.partial
 	v.weighted = v.def.weight() != 1 || v.partial
@@ -285,7 +289,58 @@ func (q *Queue) readLimits(ctx context.Context, taskType string, now time.Time) 
 		v.gated = v.gated || e.gated()
 		v.weighted = v.weighted || e.weight() != 1
 	}
-	return v, nil
+	return v
+}
+
+// viewLoad is a claim's view of its task type's limits: this process's,
+// or, once a second, read again in the claim's own transaction (a snapshot
+// range read issued beside the pointer index's, so it adds no round
+// trip).
+type viewLoad struct {
+	q        *Queue
+	taskType string
+	now      time.Time
+	old      *limitsView
+	rr       kv.RangeResult // nil: old is fresh
+	v        *limitsView
+	err      error
+	done     bool
+}
+
+// loadView issues the claim's read of the limits when this process's view
+// is older than limitsRefresh.
+//
+// Keys: then a snapshot range read of S (1, "tl", type), at most
+// maxCachedOverrides+2 keys.
+func (q *Queue) loadView(tr kv.Transaction, taskType string, now time.Time) *viewLoad {
+	l := &viewLoad{q: q, taskType: taskType, now: now, old: q.cachedView(taskType)}
+	if l.old != nil {
+		if d := now.Sub(l.old.at); d >= 0 && d < limitsRefresh {
+			l.v, l.done = l.old, true
+			return l
+		}
+	}
+	l.rr = tr.Snapshot().GetRange(q.k.typeLimitsRange(taskType), kv.RangeOptions{Limit: maxCachedOverrides + 2})
+	return l
+}
+
+// get returns the view (nil: no limits known), waiting for its read.
+func (l *viewLoad) get() *limitsView {
+	if l == nil {
+		return nil
+	}
+	if l.done {
+		return l.v
+	}
+	l.done = true
+	kvs, err := l.rr.GetSliceWithError()
+	if err != nil {
+		l.err, l.v = err, l.old
+		return l.v
+	}
+	l.v = l.q.parseLimits(l.taskType, kvs, l.now)
+	l.q.limits.Store(l.taskType, l.v)
+	return l.v
 }
 
 // LimitsInfo is what GetLimits returns: the task type's default, the

@@ -333,7 +333,7 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 // acquireFrom is acquire; head reads only the index's head
 // (ClaimOptions.PeekHead).
 func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
-	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil)
+	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil, nil)
 	return p, found, nextMs, err
 }
 
@@ -374,7 +374,10 @@ func (lr *laneRead) discard() error {
 // later pick's lane is read by the caller, after its state). Only the
 // first pick is read ahead, so a claim reads at most one lane more than it
 // takes.
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
+//
+// view, when not nil, returns the task type's tenant limits, whose weights
+// shape the pick (pickIndex); it is called once the index is read.
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, view func() *limitsView) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -526,7 +529,11 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		// again (a round trip each) only when a pointer turns out stale,
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
-			i := q.pickIndex(taskType, vested) // weighed by tenant limits, if any
+			var lv *limitsView
+			if view != nil {
+				lv = view()
+			}
+			i := q.pickIndex(lv, vested) // weighed by tenant limits, if any
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]
