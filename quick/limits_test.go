@@ -430,3 +430,28 @@ func FuzzLimitsUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// Depth shows each listed tenant's limits and its running jobs against
+// its concurrency limit.
+func TestLimitDepthShowsRunningAgainstLimit(t *testing.T) {
+	e := newZCEnv(t, Options{})
+	setLimits(t, e.q, "a", Limits{Concurrency: 2, Rate: 100})
+	e.jobsOf(t, "a", 5)
+	e.jobsOf(t, "b", 3)
+	e.claim(t, ClaimOptions{Max: 5})
+	e.claim(t, ClaimOptions{Max: 5})
+	d, err := e.q.Depth(e.ctx, DepthOptions{TaskType: "email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]TenantDepth{}
+	for _, td := range d.Tenants {
+		got[td.ItemSpace] = td
+	}
+	if a := got["a"]; a.Running != 2 || a.Limits.Concurrency != 2 || a.Limits.Rate != 100 {
+		t.Fatalf("tenant a: running %d, limits %+v", a.Running, a.Limits)
+	}
+	if b := got["b"]; b.Running != 0 || !b.Limits.IsZero() {
+		t.Fatalf("tenant b: running %d, limits %+v", b.Running, b.Limits)
+	}
+}
