@@ -16,7 +16,8 @@ import (
 // short-job task type, the lane's state and hand-out mark (serializable,
 // vestAfterHandout); for a lease found lost after an attempt
 // that may have committed, the record S (1, "j", id) (snapshot) and the key
-// the ack planned. Writes: see the top of this file.
+// the ack planned; for leases claimed under a tenant's concurrency limit,
+// those of slotAcks (limitgate.go). Writes: see the top of this file.
 func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
 	var holds zholds
 	for _, a := range acks {

@@ -95,6 +95,14 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // time, and the lane state and pointer written or cleared (releaseLane).
 // In short-job mode, takeShort's keys instead; and a takeover of a lapsed
 // short-job lease first those of countLapsedShort.
+//
+// Tenant limits (limits.go, limitgate.go): once a second per process and
+// task type, a snapshot range read of S (1, "tl", type) beside the index's
+// reads; for a tenant with a concurrency limit or a rate, the reads of
+// gateRead beside the lane's (its running count, first slots, rate state),
+// and the writes of commit (a slot per job, the count, the rate state), or,
+// when the tenant may start nothing, of park instead of the lane's. A
+// weight only shapes the pick (pickIndex).
 func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	q := c.q
 	opts, err := q.claimDefaults(opts)
