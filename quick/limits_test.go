@@ -455,3 +455,50 @@ func TestLimitDepthShowsRunningAgainstLimit(t *testing.T) {
 		t.Fatalf("tenant b: running %d, limits %+v", b.Running, b.Limits)
 	}
 }
+
+// In short-job mode a tenant under a concurrency limit is claimed with
+// per-job leases (whose slots follow them), within the limit; a rate caps
+// the hand-outs of a short-job lane.
+func TestLimitShortJobMode(t *testing.T) {
+	e := newZCEnv(t, Options{TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
+	setLimits(t, e.q, "a", Limits{Concurrency: 2})
+	setLimits(t, e.q, "r", Limits{Rate: 1, Burst: 3})
+	e.jobsOf(t, "a", 6)
+	e.jobsOf(t, "r", 6)
+	e.jobsOf(t, "free", 6)
+	n := map[string]int{}
+	short := map[string]int{}
+	for range 12 {
+		c := e.claim(t, ClaimOptions{Max: 10, Keep: true})
+		var done []Lease // a's keep running; the others finish
+		for _, l := range c.Jobs {
+			n[l.ItemSpace]++
+			if l.Short() {
+				short[l.ItemSpace]++
+			}
+			if l.ItemSpace != "a" {
+				done = append(done, l)
+			}
+		}
+		e.complete(t, done...)
+		if c.Lane != nil {
+			if c.Lane.Short {
+				if _, err := e.q.Consumer().HandBack(e.ctx, *c.Lane, nil, time.Minute); err != nil && !IsLaneLost(err) {
+					t.Fatal(err)
+				}
+			} else if err := e.q.Consumer().ReleaseLane(e.ctx, *c.Lane); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clk.Advance(10 * time.Millisecond)
+	}
+	if n["a"] != 2 || short["a"] != 0 {
+		t.Fatalf("tenant a: %d claimed (%d short), want 2 per-job leases", n["a"], short["a"])
+	}
+	if n["r"] != 3 {
+		t.Fatalf("tenant r: %d handed out, want the burst of 3", n["r"])
+	}
+	if n["free"] != 6 || short["free"] != 6 {
+		t.Fatalf("tenant free: %d claimed (%d short), want 6 short", n["free"], short["free"])
+	}
+}
