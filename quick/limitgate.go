@@ -383,7 +383,9 @@ func (sa *slotAcks) held(q *Queue, tr kv.Transaction, i int, a plannedAck) error
 //
 // Keys: atomic add to S (1, "ts", type, itemSpace, "n"); per parked lane
 // woken, reads its lane state (serializable), moves its pointer and clears
-// its park key.
+// its park key; then a read of the task type's sleep key S (1, "sleep",
+// type) (serializable) and, when a worker sleeps, an atomic add to its wake
+// key S (1, "wake", type).
 func (sa *slotAcks) finish(q *Queue, tr kv.Transaction, nowMs int64) error {
 	type wake struct {
 		key []byte
@@ -420,6 +422,19 @@ func (sa *slotAcks) finish(q *Queue, tr kv.Transaction, nowMs int64) error {
 			wakes = append(wakes, wake{key: p.Key, l: l, s: tr.Get(l.stateKey())})
 		}
 	}
+	// Idle workers of the task type sleep until the parked pointer's time:
+	// wake them as an enqueue does (internal/wake), read beside the lane
+	// states (serializable, as enqueue's: a worker going to sleep meanwhile
+	// makes this ack retry and wake it).
+	sleepers := map[string]kv.Future[[]byte]{}
+	if !q.opts.DisableWakeOnEnqueue {
+		for _, w := range wakes {
+			if t := w.l.z.taskType; sleepers[t] == nil {
+				sleepers[t] = tr.Get(q.k.sleepKey(t))
+			}
+		}
+	}
+	woken := map[string]bool{}
 	for _, w := range wakes {
 		tr.Clear(w.key)
 		v, err := w.s.Get()
@@ -431,6 +446,17 @@ func (sa *slotAcks) finish(q *Queue, tr kv.Transaction, nowMs int64) error {
 			continue // taken, handed back or removed since: nothing parked
 		}
 		q.movePointer(tr, w.l, s.PtrMs, laneState{PtrMs: nowMs})
+		t := w.l.z.taskType
+		if f := sleepers[t]; f != nil && !woken[t] {
+			sv, err := f.Get()
+			if err != nil {
+				return err
+			}
+			woken[t] = true
+			if readLE64(sv) > nowMs {
+				tr.Add(q.k.wakeKey(t), le64(1))
+			}
+		}
 	}
 	return nil
 }

@@ -126,7 +126,15 @@ func TestLimitParkedLaneStaysParked(t *testing.T) {
 	if c := e.claim(t, ClaimOptions{Max: 3}); len(c.Jobs) != 0 || !c.NextVest.After(e.clk.Now()) {
 		t.Fatalf("after an enqueue: claimed %d, next vest %v (now %v): the enqueue unparked the lane", len(c.Jobs), c.NextVest, e.clk.Now())
 	}
+	// A worker sleeps on the task type until the parked pointer's time:
+	// the ack that wakes the lane wakes it too.
+	e.write(t, func(tr kv.Transaction) {
+		tr.Set(e.q.k.sleepKey("email"), le64(e.clk.Now().Add(time.Hour).UnixMilli()))
+	})
 	e.complete(t, first.Jobs...) // frees the slot and wakes the lane
+	if w := readLE64(e.get(t, e.q.k.wakeKey("email"))); w != 1 {
+		t.Fatalf("wake key %d after the ack that woke the lane, want 1", w)
+	}
 	if c := e.claim(t, ClaimOptions{Max: 3}); len(c.Jobs) != 1 {
 		t.Fatalf("after the ack: claimed %d, want 1", len(c.Jobs))
 	}
