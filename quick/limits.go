@@ -20,10 +20,10 @@ import (
 //	S (1, "tl", type)             the task type's default Limits
 //	S (1, "tl", type, itemSpace)  a tenant's override
 //
-// Claims do not read these keys: each process keeps a task type's limits
-// in memory (limitsView) and reads them again, in one bounded range read,
-// once per limitsRefresh. A task type with no limits so costs its claims
-// nothing but that read.
+// Claims do not read these keys one by one: each process keeps a task
+// type's limits in memory (limitsView) and reads them again, in one bounded
+// range read in a claim's transaction (loadView), once per limitsRefresh. A
+// task type with no limits so costs its claims nothing but that read.
 
 // NoLimit, in a tenant's override, lifts a limit its task type's default
 // sets (Concurrency, Rate).
@@ -207,46 +207,6 @@ func (k keys) tenantLimitKey(taskType, itemSpace string) []byte {
 func (k keys) typeLimitsRange(taskType string) kv.KeyRange {
 	_, end := k.limitsSpace().Sub(taskType).Range()
 	return kv.KeyRange{Begin: k.typeLimitKey(taskType), End: end}
-}
-
-// limitsOf returns this process's view of a task type's limits, reading
-// them when the one held is older than limitsRefresh. A failed read keeps
-// the old view (logged); with none yet it is the error.
-//
-// Keys: one snapshot range read of S (1, "tl", type), at most
-// maxCachedOverrides+2 keys, once per limitsRefresh per task type.
-func (q *Queue) limitsOf(ctx context.Context, taskType string) (*limitsView, error) {
-	now := q.Now()
-	var old *limitsView
-	if v, ok := q.limits.Load(taskType); ok {
-		old = v.(*limitsView)
-		if d := now.Sub(old.at); d >= 0 && d < limitsRefresh {
-			return old, nil
-		}
-	}
-	v, err := q.readLimits(ctx, taskType, now)
-	if err != nil {
-		if old != nil {
-			q.opts.Logger.Warn("quick: could not read the task type's limits; keeping those read before", "task_type", taskType, "err", err)
-			return old, nil
-		}
-		return nil, err
-	}
-	q.limits.Store(taskType, v)
-	return v, nil
-}
-
-func (q *Queue) readLimits(ctx context.Context, taskType string, now time.Time) (*limitsView, error) {
-	var v *limitsView
-	err := q.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		kvs, err := tr.Snapshot().GetRange(q.k.typeLimitsRange(taskType), kv.RangeOptions{Limit: maxCachedOverrides + 2}).GetSliceWithError()
-		v = q.parseLimits(taskType, kvs, now)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("quick: read limits of %s: %w", taskType, err)
-	}
-	return v, nil
 }
 
 // parseLimits makes a view of a task type's limits from the range read of
