@@ -147,6 +147,10 @@ type laneState struct {
 	// it for a future one and pull it among its second's new work
 	// (applyCover).
 	Vested bool
+	// Parked is set when a claim filed the unleased pointer late on
+	// purpose, at when the lane's tenant may start a job again under its
+	// limits (limitgate.go): an enqueue does not pull it earlier.
+	Parked bool
 }
 
 func (s *laneState) leased() bool { return s.Token != 0 }
@@ -164,6 +168,9 @@ func (s *laneState) marshal() []byte {
 	}
 	if s.Vested {
 		b = wire.AppendVarint(b, 5, 1)
+	}
+	if s.Parked {
+		b = wire.AppendVarint(b, 6, 1)
 	}
 	return b
 }
@@ -185,6 +192,8 @@ func (s *laneState) unmarshal(b []byte) error {
 			s.Short = x != 0
 		case 5:
 			s.Vested = x != 0
+		case 6:
+			s.Parked = x != 0
 		}
 		return nil
 	})

@@ -111,6 +111,11 @@ type ClaimOptions struct {
 	// there (another claim leased it, or it moved), the claim takes
 	// nothing and says so (Claimed.Missed), without an error.
 	From *LaneCandidate
+
+	// capped is set by the claim when its tenant's limits lowered Max
+	// (limitgate.go).
+	capped bool
+	gate   *gate
 }
 
 // Claimed is the outcome of a claim.

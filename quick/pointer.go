@@ -200,7 +200,7 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"):
+		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"), s.Parked:
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
 			// An unleased pointer that vests by the new job, or has vested
@@ -212,8 +212,9 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			// behind the lanes that were waiting before it (a lane handed
 			// back would otherwise jump among its second's new work), and
 			// the enqueue writes nothing a claim reads (0.2 conflicts per
-			// claim at one worker in steady mode when it did). Either way
-			// the pointer stays, if it is there.
+			// claim at one worker in steady mode when it did). A parked
+			// pointer waits for its tenant's limits (limitgate.go). Either
+			// way the pointer stays, if it is there.
 			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
@@ -352,7 +353,7 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 // acquireFrom is acquire; head reads only the index's head
 // (ClaimOptions.PeekHead).
 func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
-	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil, nil)
+	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil, nil, nil)
 	return p, found, nextMs, err
 }
 
@@ -396,7 +397,9 @@ func (lr *laneRead) discard() error {
 //
 // more, when not nil, receives the other pickable entries the reads saw
 // once a lane is leased (the candidates of ClaimOptions.Scan, scan.go).
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, more *[]pointerEntry) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
+// view, when not nil, returns the task type's tenant limits, whose weights
+// shape the pick (pickIndex); it is called once the index is read.
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, view func() *limitsView, more *[]pointerEntry) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -568,9 +571,18 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		// again (a round trip each) only when a pointer turns out stale,
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
-			i := int(q.randUint64() % uint64(len(vested)))
-			if more != nil {
+			var lv *limitsView
+			if view != nil {
+				lv = view()
+			}
+			var i int
+			switch {
+			case lv != nil && lv.weighted:
+				i = q.pickIndex(lv, vested) // weighed by tenant limits (per tenant)
+			case more != nil:
 				i = q.pickByZone(vested) // a scan counts each zone once (scan.go)
+			default:
+				i = q.pickIndex(lv, vested)
 			}
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]

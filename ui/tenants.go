@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/present"
@@ -34,6 +36,9 @@ type tenantRow struct {
 	OldestAge                string
 	Lanes                    int // lanes holding jobs
 	ZoneURL                  string
+	// Limit is the tenant's limits, running against its concurrency limit
+	// ("-" without limits; quick.TenantDepth.Limits, Running).
+	Limit string
 }
 
 type tenantsSection struct {
@@ -100,7 +105,7 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 		s := tenantsSection{Total: c, More: !c.TenantsExact}
 		for _, td := range c.Tenants {
 			row := tenantRow{ItemSpace: td.ItemSpace, Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled,
-				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace)}
+				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace), Limit: limitCell(td)}
 			if !td.OldestReady.IsZero() {
 				row.OldestAge = present.Age(now.Sub(td.OldestReady))
 			}
@@ -229,4 +234,24 @@ func tenantName(s string) string {
 		return "(no tenant)"
 	}
 	return s
+}
+
+// limitCell shows a tenant's limits: "2 of 5 running · 10/s · weight 3",
+// or "-" when it has none.
+func limitCell(td quick.TenantDepth) string {
+	l := td.Limits
+	var parts []string
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d running", td.Running, l.Concurrency))
+	}
+	if l.Rate > 0 {
+		parts = append(parts, strconv.FormatFloat(l.Rate, 'g', -1, 64)+"/s")
+	}
+	if l.Weight > 1 {
+		parts = append(parts, fmt.Sprintf("weight %d", l.Weight))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " · ")
 }
