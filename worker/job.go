@@ -50,6 +50,12 @@ type jobState struct {
 	// it alone. A hand-back moves the job to a lease of its own and clears
 	// it.
 	lane *shortLane
+
+	// For events (events.go): when the handler started and returned (set
+	// by runJob before settle, read under mu), and whether its outcome was
+	// Cancel.
+	started, returned time.Time
+	cancelled         bool
 }
 
 // leaveLaneLocked takes the job off its short lane, whose keeper may be
@@ -193,8 +199,10 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	st.leaveLaneLocked()
 	if kind == quick.AckDeadLetter {
 		w.count(st.r, kindDeadLettered, 1)
+		st.emit(EventDeadLettered, reason, 0)
 	} else {
 		w.count(st.r, kindCompleted, 1)
+		st.emit(EventCompleted, "", 0)
 	}
 	return nil
 }
@@ -269,10 +277,14 @@ func (st *jobState) settle(err error) {
 		st.loseLocked(err)
 		return
 	}
-	var dec *decodeError
+	var (
+		dec    *decodeError
+		cancel *CancelError
+	)
 	if errors.As(err, &dec) {
 		st.r.w.log.Warn("worker: dead-lettering a job whose arguments do not decode", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
 	}
+	st.cancelled = errors.As(err, &cancel) && ack.Kind == quick.AckDeadLetter
 	st.phase = phaseAcking
 	st.r.w.acker.push(ackReq{st: st, ack: ack})
 }
@@ -309,8 +321,9 @@ func ackFor(l quick.Lease, o HandlerOptions, err error) (ack quick.Ack, lost boo
 	return ack, false
 }
 
-// acked records the outcome of the job's ack.
-func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
+// acked records the outcome of the job's ack, and sends its event.
+func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
+	kind := ack.Kind
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w, r := st.r.w, st.r
@@ -341,6 +354,9 @@ func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
 		w.count(r, kindDeadLettered, 1)
 	case quick.AckRelease:
 		w.count(r, kindReleased, 1)
+	}
+	if ev, ok := st.ackEvent(kind, res); ok {
+		st.emit(ev, ack.Error, ack.Delay)
 	}
 }
 

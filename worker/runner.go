@@ -219,7 +219,9 @@ func (r *runner) runJob(st *jobState) {
 		ctx, cancel = r.withTimeout(ctx, d)
 		defer cancel()
 	}
+	st.started = r.w.clk.Now()
 	err := r.call(ctx, st)
+	st.returned = r.w.clk.Now()
 	st.settle(err)
 }
 

@@ -144,6 +144,7 @@ type Worker struct {
 	duties    []Duty    // guarded by mu until Run
 	dutyState park      // the duty loop's sleep, for tests (quiet)
 	pause     pauses    // paused task types (pause.go)
+	events    eventHub  // job event subscriptions (events.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -261,6 +262,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	runners := append([]*runner(nil), w.runners...)
 	w.mu.Unlock()
 	defer close(w.done)
+	// After every ack: a subscriber's range loop ends with the worker.
+	defer w.events.close()
 	defer w.markLoopsStarted()
 	if len(runners) == 0 {
 		return fmt.Errorf("%w: no handler registered", ErrInvalidConfig)
@@ -477,6 +480,9 @@ type Stats struct {
 	Wakeups      int64 // idle sleeps ended early by the wake watch
 	AckErrors    int64 // acks that could not be committed (their leases will lapse)
 	Running      int64 // handlers running now
+	// EventsDropped counts job events lost to a subscriber's full buffer
+	// (Subscribe).
+	EventsDropped int64
 }
 
 type statCounters struct {
@@ -494,5 +500,6 @@ func (w *Worker) Stats() Stats {
 		ClaimBatches: s.claimBatches.Load(), EmptyClaims: s.emptyClaims.Load(), AckBatches: s.ackBatches.Load(),
 		Extensions: s.extensions.Load(), Refused: s.refused.Load(), Wakeups: s.wakeups.Load(),
 		AckErrors: s.ackErrors.Load(), Running: int64(w.running()),
+		EventsDropped: w.events.dropped.Load(),
 	}
 }
