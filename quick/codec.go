@@ -52,12 +52,15 @@ type zjobValue struct {
 	// CreatedAtMs is when the job was enqueued, kept only when it differs
 	// from its ID's time (IDs given by the caller).
 	CreatedAtMs int64
+	// Trace is the span context of the job's insert (trace.go), empty
+	// when it has none.
+	Trace []byte
 }
 
 func (v *zjobValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
 func (v *zjobValue) marshal() []byte {
-	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint))
+	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint)+len(v.Trace))
 	b = wire.AppendBytes(b, 1, v.Payload)
 	b = wire.AppendVarint(b, 2, uint64(v.Attempt))
 	if v.Token != 0 {
@@ -72,6 +75,7 @@ func (v *zjobValue) marshal() []byte {
 	b = wire.AppendString(b, 9, v.LastError)
 	b = wire.AppendBytes(b, 10, v.Checkpoint)
 	b = wire.AppendVarint(b, 11, uint64(v.CreatedAtMs))
+	b = wire.AppendBytes(b, 12, v.Trace)
 	return b
 }
 
@@ -104,6 +108,8 @@ func (v *zjobValue) unmarshal(b []byte) error {
 			v.Checkpoint = raw
 		case 11:
 			v.CreatedAtMs = int64(x)
+		case 12:
+			v.Trace = clone(raw) // the lease keeps it past the read's buffer
 		}
 		return nil
 	})

@@ -187,6 +187,9 @@ type TaskTypeOptions struct {
 	// (Waitable) or the dead letters (ErrNotTrackable otherwise);
 	// docs/design.md has both costs.
 	Untracked bool
+	// NoTrace stores no span context with the type's jobs (NewJob.Trace):
+	// their runs' spans link to nothing.
+	NoTrace bool
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
