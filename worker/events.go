@@ -249,9 +249,10 @@ func (st *jobState) emit(kind EventKind, errText string, delay time.Duration) {
 	w.events.publish(ev)
 }
 
-// ackEvent is the event kind of an ack that committed, and whether there is
-// one (a release has none).
-func (st *jobState) ackEvent(kind quick.AckKind, res quick.AckResult) (EventKind, bool) {
+// eventOf is the event kind of an ack that committed, and whether there is
+// one (a release has none); cancelled tells a dead-letter ack made by
+// Cancel.
+func eventOf(kind quick.AckKind, res quick.AckResult, cancelled bool) (EventKind, bool) {
 	switch kind {
 	case quick.AckComplete:
 		return EventCompleted, true
@@ -263,7 +264,7 @@ func (st *jobState) ackEvent(kind quick.AckKind, res quick.AckResult) (EventKind
 	case quick.AckSnooze:
 		return EventSnoozed, true
 	case quick.AckDeadLetter:
-		if st.cancelled {
+		if cancelled {
 			return EventCancelled, true
 		}
 		return EventDeadLettered, true

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
@@ -56,6 +58,9 @@ type jobState struct {
 	// Cancel.
 	started, returned time.Time
 	cancelled         bool
+	// span is the run's span while open (tracing.go); nil without a
+	// TracerProvider.
+	span trace.Span
 }
 
 // leaveLaneLocked takes the job off its short lane, whose keeper may be
@@ -115,6 +120,7 @@ func (st *jobState) loseLocked(err error) {
 		st.r.w.count(st.r, kindConflict, 1)
 	}
 	st.r.w.log.Warn("worker: lease lost; cancelling the handler", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
+	st.endSpanLocked("lease_lost", err.Error())
 	st.cancel(err)
 }
 
@@ -200,9 +206,11 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	if kind == quick.AckDeadLetter {
 		w.count(st.r, kindDeadLettered, 1)
 		st.emit(EventDeadLettered, reason, 0)
+		st.endSpanLocked(EventDeadLettered.String(), reason)
 	} else {
 		w.count(st.r, kindCompleted, 1)
 		st.emit(EventCompleted, "", 0)
+		st.endSpanLocked(EventCompleted.String(), "")
 	}
 	return nil
 }
@@ -257,6 +265,7 @@ func (st *jobState) abandon() bool {
 		// the lane back (after the acks are flushed) is its release.
 		st.leaveLaneLocked()
 		st.r.w.count(st.r, kindReleased, 1)
+		st.endSpanLocked("released", "")
 		return true
 	}
 	st.r.w.acker.push(ackReq{st: st, ack: quick.Ack{Lease: st.lease, Kind: quick.AckRelease}})
@@ -334,6 +343,7 @@ func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
 		countConflict(r, err)
 		w.log.Warn("worker: ack failed; the job runs again when its lease lapses", "task_type", r.taskType, "id", st.first.ID, "ack", kind, "err", err)
 		st.phase = phaseDone
+		st.endSpanLocked("ack_failed", err.Error())
 		return
 	case res.Err != nil:
 		st.loseLocked(res.Err)
@@ -355,8 +365,22 @@ func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
 	case quick.AckRelease:
 		w.count(r, kindReleased, 1)
 	}
-	if ev, ok := st.ackEvent(kind, res); ok {
+	ev, ok := eventOf(kind, res, st.cancelled)
+	if ok {
 		st.emit(ev, ack.Error, ack.Delay)
+	}
+	if st.span != nil {
+		outcome, errText := "released", ""
+		if ok {
+			outcome = ev.String()
+		}
+		if ev == EventFailed || ev == EventDeadLettered || ev == EventCancelled {
+			errText = ack.Error
+			if errText == "" {
+				errText = outcome
+			}
+		}
+		st.endSpanLocked(outcome, errText)
 	}
 }
 

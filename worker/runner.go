@@ -220,9 +220,15 @@ func (r *runner) runJob(st *jobState) {
 		defer cancel()
 	}
 	st.started = r.w.clk.Now()
+	ctx = st.startSpan(ctx)
 	err := r.call(ctx, st)
 	st.returned = r.w.clk.Now()
 	st.settle(err)
+	if r.w.tracer != nil {
+		st.mu.Lock()
+		st.endSpanAfterRunLocked()
+		st.mu.Unlock()
+	}
 }
 
 // withTimeout bounds a handler on the worker clock. On the real clock that

@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/quick"
@@ -31,6 +32,13 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider receives the worker's metrics. Default noop.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per run of a handler, linked to the
+	// span its job was enqueued under (tracing.go). Default none: no span
+	// is built.
+	TracerProvider trace.TracerProvider
+	// TraceAsChild makes a run's span a child of its job's enqueue span,
+	// in that trace, instead of the root of a new trace linked to it.
+	TraceAsChild bool
 	// HeartbeatPeriod is how often the worker writes its presence record
 	// (ListWorkers; counted gone after 3 periods without one) and how the
 	// clock check paces its samples (clockguard.go). Default 1s.
@@ -108,6 +116,8 @@ type Worker struct {
 	clk clock.Clock
 	log *slog.Logger
 	met *metrics
+	// tracer makes the runs' spans; nil without Config.TracerProvider.
+	tracer trace.Tracer
 
 	mu      sync.Mutex
 	runners []*runner
@@ -170,6 +180,9 @@ func New(cfg Config) (*Worker, error) {
 	w.met, err = newMetrics(w, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	w.acker = newAcker(w)
 	w.zclock = newZclock(w)
