@@ -65,7 +65,7 @@ func TestJobValueTrace(t *testing.T) {
 // Enqueue takes the span context from its context unless the job sets its
 // own, opts out, or its task type does; the claim's Lease returns it.
 func TestEnqueueStoresTheSpanContext(t *testing.T) {
-	q := newZCEnv(t, Options{TaskTypes: map[string]TaskTypeOptions{"quiet": {NoTrace: true}}}).q
+	q := newZCEnv(t, Options{TaskTypes: map[string]TaskTypeOptions{"quiet": {NoTrace: true}, "short": {ShortJobs: true}}}).q
 	ctx := trace.ContextWithSpanContext(context.Background(), sampleSpan())
 	other := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{9}})
 	_, err := q.Enqueue(ctx,
@@ -73,6 +73,7 @@ func TestEnqueueStoresTheSpanContext(t *testing.T) {
 		NewJob{TaskType: "loud", Payload: []byte("own"), Trace: other},
 		NewJob{TaskType: "loud", Payload: []byte("opted out"), NoTrace: true},
 		NewJob{TaskType: "quiet", Payload: []byte("type opted out")},
+		NewJob{TaskType: "short", Payload: []byte("short-job mode")},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +87,10 @@ func TestEnqueueStoresTheSpanContext(t *testing.T) {
 	want := map[string]trace.SpanContext{
 		"from ctx": sampleSpan().WithRemote(true), "own": other.WithRemote(true),
 		"opted out": {}, "type opted out": {}, "no span": {}, `{}`: sampleSpan().WithRemote(true),
+		"short-job mode": sampleSpan().WithRemote(true),
 	}
 	got := map[string]trace.SpanContext{}
-	for _, tt := range []string{"loud", "quiet", "traced-args"} {
+	for _, tt := range []string{"loud", "quiet", "traced-args", "short"} {
 		c, err := q.Consumer().Claim(context.Background(), ClaimOptions{TaskType: tt, Holder: "w", Max: 10})
 		if err != nil {
 			t.Fatal(err)

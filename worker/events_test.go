@@ -179,3 +179,28 @@ func TestEventsUnsubscribedCostNothing(t *testing.T) {
 		t.Fatalf("%v allocations per unsubscribed event, want 0", allocs)
 	}
 }
+
+// Runs in short-job mode (acked under their lane's lease) send their
+// events too.
+func TestEventsShortJobs(t *testing.T) {
+	e := newEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"ev": {ShortJobs: true}}})
+	w := e.newWorker(Config{}, func(w *Worker) {
+		if err := RegisterRaw(w, "ev", eventsHandler(e), HandlerOptions{Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	events, cancel := w.Subscribe()
+	defer cancel()
+	ids := map[quick.ID]EventKind{}
+	for p, k := range map[string]EventKind{"ok": EventCompleted, "fail": EventFailed, "cancel": EventCancelled} {
+		ids[e.enqueue(quick.NewJob{TaskType: "ev", Payload: []byte(p)})[0].ID] = k
+	}
+	e.start(w)
+	for len(ids) > 0 {
+		ev := recv(e, "a short job's event", events)
+		if want, ok := ids[ev.ID]; !ok || ev.Kind != want {
+			t.Fatalf("event %+v, want kind %v", ev, want)
+		}
+		delete(ids, ev.ID)
+	}
+}
