@@ -52,6 +52,8 @@ type InsertOpts struct {
 	// Insert takes it from its context when unset. Never taken from
 	// defaults.
 	Trace trace.SpanContext
+	// Retain overrides the task type's retention; see NewJob.Retain.
+	Retain time.Duration
 }
 
 // merge lays call over the defaults d: call's set fields win.
@@ -75,6 +77,9 @@ func (d InsertOpts) merge(call InsertOpts) InsertOpts {
 		out.UniqueKey = call.UniqueKey
 	}
 	out.Waitable = d.Waitable || call.Waitable
+	if call.Retain != 0 {
+		out.Retain = call.Retain
+	}
 	return out
 }
 
@@ -108,7 +113,7 @@ func ArgsJob(args JobArgs, opts *InsertOpts) (NewJob, error) {
 	return NewJob{
 		ID: o.ID, TaskType: args.Kind(), Payload: b, Priority: o.Priority,
 		RunAt: o.RunAt, Delay: o.Delay, ItemSpace: o.ItemSpace, MaxAttempts: o.MaxAttempts,
-		UniqueKey: o.UniqueKey, Waitable: o.Waitable, Trace: o.Trace,
+		UniqueKey: o.UniqueKey, Waitable: o.Waitable, Retain: o.Retain, Trace: o.Trace,
 	}, nil
 }
 

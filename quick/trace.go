@@ -9,7 +9,7 @@ import (
 // A job carries the span context of its insert, so that the span of each
 // of its runs can link to it (package worker). It is the W3C traceparent's
 // content in binary, traceBytes long: trace ID (16 bytes), span ID (8)
-// and trace flags (1), in field 12 of the job key's value (zjobValue.Trace)
+// and trace flags (1), in field 14 of the job key's value (zjobValue.Trace)
 // and nowhere else. A job enqueued without a valid span context stores
 // nothing: its value is byte for byte what it was before tracing existed,
 // and a value written before then decodes with no trace. tracestate is

@@ -118,7 +118,7 @@ func FuzzDecodeJobValue(f *testing.F) {
 	f.Add(v.marshal())
 	v.Trace = appendTrace(sampleSpan())
 	f.Add(v.marshal())
-	f.Add([]byte{0x62, 0x02, 1, 2})
+	f.Add([]byte{0x72, 0x02, 1, 2}) // field 14, too short for a trace
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var v zjobValue

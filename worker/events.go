@@ -250,9 +250,8 @@ func (st *jobState) emit(kind EventKind, errText string, delay time.Duration) {
 }
 
 // eventOf is the event kind of an ack that committed, and whether there is
-// one (a release has none); cancelled tells a dead-letter ack made by
-// Cancel.
-func eventOf(kind quick.AckKind, res quick.AckResult, cancelled bool) (EventKind, bool) {
+// one (a release has none).
+func eventOf(kind quick.AckKind, res quick.AckResult) (EventKind, bool) {
 	switch kind {
 	case quick.AckComplete:
 		return EventCompleted, true
@@ -264,10 +263,9 @@ func eventOf(kind quick.AckKind, res quick.AckResult, cancelled bool) (EventKind
 	case quick.AckSnooze:
 		return EventSnoozed, true
 	case quick.AckDeadLetter:
-		if cancelled {
-			return EventCancelled, true
-		}
 		return EventDeadLettered, true
+	case quick.AckCancel:
+		return EventCancelled, true
 	}
 	return 0, false
 }

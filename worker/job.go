@@ -54,10 +54,8 @@ type jobState struct {
 	lane *shortLane
 
 	// For events (events.go): when the handler started and returned (set
-	// by runJob before settle, read under mu), and whether its outcome was
-	// Cancel.
+	// by runJob before settle, read under mu).
 	started, returned time.Time
-	cancelled         bool
 	// span is the run's span while open (tracing.go); nil without a
 	// TracerProvider.
 	span trace.Span
@@ -234,7 +232,7 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 		return false
 	}
 	if kind == quick.AckComplete {
-		return quick.IsNotFound(err) || (err == nil && info.State == quick.StateFinished)
+		return quick.IsNotFound(err) || (err == nil && info.State.Done())
 	}
 	// The stored error is the reason, possibly truncated.
 	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&
@@ -286,14 +284,10 @@ func (st *jobState) settle(err error) {
 		st.loseLocked(err)
 		return
 	}
-	var (
-		dec    *decodeError
-		cancel *CancelError
-	)
+	var dec *decodeError
 	if errors.As(err, &dec) {
 		st.r.w.log.Warn("worker: dead-lettering a job whose arguments do not decode", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
 	}
-	st.cancelled = errors.As(err, &cancel) && ack.Kind == quick.AckDeadLetter
 	st.phase = phaseAcking
 	st.r.w.acker.push(ackReq{st: st, ack: ack})
 }
@@ -314,7 +308,7 @@ func ackFor(l quick.Lease, o HandlerOptions, err error) (ack quick.Ack, lost boo
 	case errors.As(err, &snooze):
 		ack.Kind, ack.Delay = quick.AckSnooze, snooze.Delay
 	case errors.As(err, &cancel):
-		ack.Kind, ack.Error = quick.AckDeadLetter, cancel.Reason
+		ack.Kind, ack.Error = quick.AckCancel, cancel.Reason
 	case errors.As(err, &dec):
 		ack.Kind, ack.Error = quick.AckDeadLetter, dec.Error()
 	case quick.IsLeaseLost(err):
@@ -362,10 +356,12 @@ func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
 		w.count(r, kindSnoozed, 1)
 	case quick.AckDeadLetter:
 		w.count(r, kindDeadLettered, 1)
+	case quick.AckCancel:
+		w.count(r, kindCancelled, 1)
 	case quick.AckRelease:
 		w.count(r, kindReleased, 1)
 	}
-	ev, ok := eventOf(kind, res, st.cancelled)
+	ev, ok := eventOf(kind, res)
 	if ok {
 		st.emit(ev, ack.Error, ack.Delay)
 	}
@@ -374,7 +370,7 @@ func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
 		if ok {
 			outcome = ev.String()
 		}
-		if ev == EventFailed || ev == EventDeadLettered || ev == EventCancelled {
+		if ev == EventFailed || ev == EventDeadLettered {
 			errText = ack.Error
 			if errText == "" {
 				errText = outcome
