@@ -221,8 +221,16 @@ func (r *runner) runJob(st *jobState) {
 		ctx, cancel = r.withTimeout(ctx, d)
 		defer cancel()
 	}
+	st.started = r.w.clk.Now()
+	ctx = st.startSpan(ctx)
 	err := r.call(ctx, st)
+	st.returned = r.w.clk.Now()
 	st.settle(err)
+	if r.w.tracer != nil {
+		st.mu.Lock()
+		st.endSpanAfterRunLocked()
+		st.mu.Unlock()
+	}
 }
 
 // withTimeout bounds a handler on the worker clock. On the real clock that
