@@ -155,6 +155,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /jobs", h.jobsPage)
 	m.HandleFunc("GET /jobs/{id}", h.jobPage)
 	m.HandleFunc("GET /dead", h.deadPage)
+	m.HandleFunc("GET /retries", h.retriesPage)
 	m.HandleFunc("GET /cron", h.cronPage)
 	m.HandleFunc("GET /workers", h.workersPage)
 	m.Handle("POST /actions/{action}", h.guard.Handler(http.HandlerFunc(h.action)))

@@ -112,7 +112,7 @@ func TestJobFilters(t *testing.T) {
 	}
 	// Paging: limit 4 over 9 ready jobs gives a next link that continues.
 	body = f.get("/jobs?type=email&state=ready&limit=4").body
-	if strings.Count(body, `<tr data-id=`) != 4 || !strings.Contains(body, "after=") {
+	if strings.Count(body, `<tr data-id=`) != 4 || !strings.Contains(body, "skip=4") {
 		t.Errorf("page of 4: want 4 rows and a next link:\n%s", body)
 	}
 }
