@@ -36,6 +36,8 @@ const schemaVersion = 1
 //	S (1, "cron", ...)                        cron schedules (package cron)
 //	S (1, "zc", slot)                         workers' clock samples, 64 slots (package worker)
 //	S (1, "wp", id)                           worker presence (package worker)
+//	S (1, "tp", minute, type, kind)           fleet throughput: jobs completed (kind 0) and failed (1) per
+//	                                          Unix minute, atomic adds once per worker clock round (package worker)
 //
 // S (1, "s", ...) held the schedule keys of the removed schema-1 layout:
 // Open refuses a queue that still has one (ErrSchema1).

@@ -254,8 +254,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	ctx := browser(t)
 	lq := startLiveQueue(t)
-	h, err := ui.New(ui.Config{Queue: lq.q, Refresh: 300 * time.Millisecond, SampleEvery: 200 * time.Millisecond,
-		Workers: func() []*worker.Worker { return []*worker.Worker{lq.w} }})
+	h, err := ui.New(ui.Config{Queue: lq.q, Refresh: 300 * time.Millisecond, SampleEvery: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

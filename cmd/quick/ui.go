@@ -16,7 +16,6 @@ import (
 	"github.com/quickfdb/quickfdb/metrics"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/ui"
-	"github.com/quickfdb/quickfdb/worker"
 )
 
 func (a *app) uiCommand() *cli.Command {
@@ -72,10 +71,9 @@ func (a *app) ui(c *cli.Context) error {
 		return err
 	}
 	var (
-		q       *quick.Queue
-		workers func() []*worker.Worker
-		what    string
-		sample  time.Duration // history period: the ui's default unless a demo
+		q      *quick.Queue
+		what   string
+		sample time.Duration // history period: the ui's default unless a demo
 	)
 	if c.Bool("demo") {
 		switch {
@@ -92,7 +90,7 @@ func (a *app) ui(c *cli.Context) error {
 			return err
 		}
 		defer d.stop()
-		q, workers = d.q, d.workers
+		q = d.q
 		what = fmt.Sprintf("the demo workload (%d jobs/s and %d more every %v, 3 workers, embedded engine)", c.Int("rate"), c.Int("jobs"), c.Duration("wave"))
 		sample = 2 * time.Second
 	} else {
@@ -101,7 +99,7 @@ func (a *app) ui(c *cli.Context) error {
 		}
 		what = "the queue under " + describeSpace(c)
 	}
-	h, err := ui.New(ui.Config{Queue: q, ReadOnly: c.Bool("read-only"), Logger: logger, Workers: workers, Refresh: c.Duration("refresh"), SampleEvery: sample})
+	h, err := ui.New(ui.Config{Queue: q, ReadOnly: c.Bool("read-only"), Logger: logger, Refresh: c.Duration("refresh"), SampleEvery: sample})
 	if err != nil {
 		return err
 	}
