@@ -473,11 +473,11 @@ func TestBrowserConsole(t *testing.T) {
 	if _, err := lq.q.Enqueue(context.Background(), quick.NewJob{TaskType: "email", Payload: []byte(`{"to":"late@example.com"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	until("jobs page: live paused mark and new job", `!!document.querySelector('#page-title #paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
+	until("jobs page: live paused mark and new job", `!!document.querySelector('#page-title .paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
 	if err := lq.q.Resume(context.Background(), "email"); err != nil {
 		t.Fatal(err)
 	}
-	until("jobs page: the mark goes with a resume", `!document.querySelector('#paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
+	until("jobs page: the mark goes with a resume", `!document.querySelector('.paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
 
 	// An unknown task type is a 404 that says so.
 	do("unknown type", chromedp.Navigate(base+"/jobs?type=nope"), visible(`#error`))
@@ -506,11 +506,11 @@ func TestBrowserConsole(t *testing.T) {
 	if err := lq.q.Pause(context.Background(), "webhook"); err != nil {
 		t.Fatal(err)
 	}
-	until("dead letters: live paused mark", `!!document.querySelector('#page-title #paused-mark')`)
+	until("dead letters: live paused mark", `!!document.querySelector('#page-title .paused-mark')`)
 	if err := lq.q.Resume(context.Background(), "webhook"); err != nil {
 		t.Fatal(err)
 	}
-	until("dead letters: the mark goes", `!document.querySelector('#paused-mark')`)
+	until("dead letters: the mark goes", `!document.querySelector('.paused-mark')`)
 	shoot(t, ctx, dir, "dead")
 	target := lq.dead[0]
 	do("requeue", click(`#dead tr[data-id="`+target.String()+`"] form[action$="/actions/requeue"] button`), visible(`#confirm-yes`))

@@ -234,17 +234,18 @@ func TestPausedMarkAndLiveEverywhere(t *testing.T) {
 	if err := f.q.Pause(f.ctx, "webhook"); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/jobs?type=webhook", "/jobs?type=webhook&state=dead", "/dead?type=webhook", "/retries?type=webhook", "/jobs/" + f.dead[0].String()} {
+	for _, p := range []string{"/jobs?type=webhook", "/jobs?type=webhook&state=dead", "/dead?type=webhook", "/retries?type=webhook", "/jobs/" + f.dead[0].String(),
+		"/tenants?type=webhook", "/zone?type=webhook&tenant="} {
 		body := f.get(p).body
-		if !strings.Contains(body, `id="paused-mark"`) {
+		if !strings.Contains(body, `paused-mark`) {
 			t.Errorf("%s: no paused mark", p)
 		}
 		if !strings.Contains(body, `data-refresh="2000"`) {
 			t.Errorf("%s: no live refresh", p)
 		}
 	}
-	for _, p := range []string{"/jobs?type=email", "/dead?type=email", "/retries?type=email"} {
-		if body := f.get(p).body; strings.Contains(body, `id="paused-mark"`) {
+	for _, p := range []string{"/jobs?type=email", "/dead?type=email", "/retries?type=email", "/tenants?type=email", "/zone?type=email&tenant=acme"} {
+		if body := f.get(p).body; strings.Contains(body, `paused-mark`) {
 			t.Errorf("%s: marked paused, email is not", p)
 		}
 	}
