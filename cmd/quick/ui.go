@@ -21,7 +21,7 @@ import (
 func (a *app) uiCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ui",
-		Usage: "serve the web console (overview, tenants and their zones' lanes, jobs, dead letters, cron, workers) and /metrics over HTTP; see docs/ui.md",
+		Usage: "serve the web console (overview, tenants and their zones' lanes, jobs, retries, dead letters, cron, workers) and /metrics over HTTP; see docs/ui.md",
 		Description: "Serves package ui's console on --listen until interrupted. Actions (requeue, cancel, purge,\n" +
 			"cron repair, pause and resume, run now, cancel and requeue by filter) ask for confirmation;\n" +
 			"--read-only turns them off. The console reads and writes\n" +
