@@ -29,7 +29,7 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
-// TestFleetRates: the fleet's minutes, summed over task types, one point
+// TestFleetRates: the fleet's minutes, summed over task types, one step
 // per minute.
 func TestFleetRates(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -38,8 +38,11 @@ func TestFleetRates(t *testing.T) {
 		{Minute: t0, TaskType: "b", Completed: 5},
 		{Minute: t0.Add(time.Minute), TaskType: "a", Completed: 7, Failed: 2},
 	}}
-	c, f := fleetRates(tp)
-	if len(c) != 2 || c[0].V != 15 || f[0].V != 1 || c[1].V != 7 || f[1].V != 2 || !c[1].At.Equal(t0.Add(time.Minute)) {
+	now := t0.Add(time.Minute + 20*time.Second)
+	c, f := fleetRates(tp, now)
+	// Each minute a step from its start to its end; the last ends now.
+	if len(c) != 4 || c[0].V != 15 || c[1].V != 15 || f[0].V != 1 || c[2].V != 7 || f[3].V != 2 ||
+		!c[2].At.Equal(t0.Add(time.Minute)) || !c[1].At.Before(c[2].At) || !c[3].At.Equal(now) {
 		t.Fatalf("rates: completed %v failed %v", c, f)
 	}
 }

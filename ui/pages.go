@@ -140,7 +140,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}, from, now, "")
 		d.Types = append(d.Types, row)
 	}
-	comp, failed := fleetRates(tp)
+	comp, failed := fleetRates(tp, now)
 	d.Throughput = makeChart([]series{
 		{Name: "completed/min", Class: "s-leased", Points: comp},
 		{Name: "failed/min", Class: "s-dead", Points: failed},
@@ -149,17 +149,29 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // fleetRates sums the fleet's minutes over the task types: jobs completed
-// and failed per minute, each minute's point at its start (the last one is
-// the minute so far).
-func fleetRates(tp worker.Throughput) (completed, failed []point) {
+// and failed per minute, each minute drawn as a step from its start to its
+// end (the minute in progress up to now), so that a single minute shows.
+func fleetRates(tp worker.Throughput, now time.Time) (completed, failed []point) {
+	type sum struct {
+		at   time.Time
+		c, f float64
+	}
+	var sums []sum
 	for _, m := range tp.Minutes {
-		if n := len(completed); n > 0 && completed[n-1].At.Equal(m.Minute) {
-			completed[n-1].V += float64(m.Completed)
-			failed[n-1].V += float64(m.Failed)
+		if n := len(sums); n > 0 && sums[n-1].at.Equal(m.Minute) {
+			sums[n-1].c += float64(m.Completed)
+			sums[n-1].f += float64(m.Failed)
 			continue
 		}
-		completed = append(completed, point{m.Minute, float64(m.Completed)})
-		failed = append(failed, point{m.Minute, float64(m.Failed)})
+		sums = append(sums, sum{m.Minute, float64(m.Completed), float64(m.Failed)})
+	}
+	for _, s := range sums {
+		end := s.at.Add(time.Minute - time.Millisecond)
+		if end.After(now) {
+			end = now
+		}
+		completed = append(completed, point{s.at, s.c}, point{end, s.c})
+		failed = append(failed, point{s.at, s.f}, point{end, s.f})
 	}
 	return completed, failed
 }
