@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/quickfdb/quickfdb/internal/mutant"
 )
 
 // The console has no login of its own: it is an http.Handler, and a service
@@ -58,6 +60,9 @@ func RequireAuth(next http.Handler, c Credentials) http.Handler {
 			if t, has := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); has {
 				ok = subtle.ConstantTimeCompare(digest(strings.TrimSpace(t)), token) == 1
 			}
+		}
+		if mutant.On("ui.auth-open") {
+			ok = true
 		}
 		if !ok {
 			if basic {
