@@ -46,6 +46,7 @@ type tenantsSection struct {
 	Tenants []tenantRow
 	// More says the budget ended before every tenant was counted.
 	More bool
+	pausedMark
 }
 
 type tenantsData struct {
@@ -96,6 +97,11 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	types, d.Cut = capTypes(types)
 	now := h.now()
+	paused, err := h.q.PausedTypes(ctx)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t, d.Top)
 		if err != nil {
@@ -103,6 +109,9 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s := tenantsSection{Total: c, More: !c.TenantsExact}
+		if at, ok := paused[t]; ok {
+			s.pausedMark = pausedMark{Paused: true, PausedFor: present.Age(now.Sub(at))}
+		}
 		for _, td := range c.Tenants {
 			row := tenantRow{ItemSpace: td.ItemSpace, Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled,
 				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace), Limit: limitCell(td)}
@@ -140,6 +149,7 @@ type zoneData struct {
 	Peak      int
 	Cap       int
 	TenantURL string
+	pausedMark
 }
 
 // zonePage: one zone's meta and lane states, each lane's keys counted
@@ -164,6 +174,10 @@ func (h *Handler) zonePage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !slices.Contains(types, d.Type) {
 		h.fail(w, r, http.StatusNotFound, unknownType(d.Type))
+		return
+	}
+	if d.pausedMark, err = h.pausedOf(ctx, d.Type); err != nil {
+		h.fail(w, r, statusOf(err), err)
 		return
 	}
 	d.Lanes, d.States, d.Cap = info.Lanes, info.LaneStates, info.Cap

@@ -103,8 +103,10 @@ func (w *Worker) count(r *runner, k counterKind, n int64) {
 		s.claimed.Add(n)
 	case kindCompleted:
 		s.completed.Add(n)
+		w.presence.tp.count(r.taskType, false, n) // fleet throughput (throughput.go)
 	case kindFailed:
 		s.failed.Add(n)
+		w.presence.tp.count(r.taskType, true, n)
 	case kindDeadLettered:
 		s.deadLettered.Add(n)
 	case kindSnoozed:
