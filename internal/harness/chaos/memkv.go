@@ -1,0 +1,61 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/quickfdb/quickfdb/kv"
+	"github.com/quickfdb/quickfdb/kv/memkv"
+)
+
+// MemFaults are the faults of a run on memkv, where no server process can
+// die: every write commit may fail (1021 applied or not, a spurious
+// 1020), at a low rate all along and at a high rate in bursts, the way a
+// recovery returns them in bursts on a cluster.
+type MemFaults struct {
+	Base, Burst kv.Faults
+	// BurstFor is how long a burst lasts.
+	BurstFor time.Duration
+}
+
+// DefaultMemFaults: 1% of write commits each 1021 applied, 1021 dropped
+// and 1020 all along; 15% each during a burst of a second.
+func DefaultMemFaults() MemFaults {
+	return MemFaults{
+		Base:     kv.Faults{Seed: 1, UnknownCommitted: 0.01, UnknownNotCommitted: 0.01, Conflict: 0.01},
+		Burst:    kv.Faults{Seed: 2, UnknownCommitted: 0.15, UnknownNotCommitted: 0.15, Conflict: 0.15},
+		BurstFor: time.Second,
+	}
+}
+
+// MemEnv is a run on a fresh memkv database with workers as goroutines
+// (InProcess) and mf's faults: a commit-fault burst as each step of the
+// schedule. stats reads the faults injected so far.
+func MemEnv(mf MemFaults, out io.Writer, log *slog.Logger) (env Env, stats func() kv.FaultStats, closeDB func()) {
+	db := memkv.Open(memkv.Options{})
+	burst := kv.WithFaults(db, mf.Burst)
+	burst.SetEnabled(false)
+	base := kv.WithFaults(burst, mf.Base)
+	fault := Fault{Name: "commit-fault burst", Do: func(ctx context.Context) (string, error) {
+		burst.SetEnabled(true)
+		defer burst.SetEnabled(false)
+		before := burst.Stats().Total()
+		select {
+		case <-ctx.Done():
+		case <-time.After(mf.BurstFor):
+		}
+		return fmt.Sprintf("%d faults injected in %v", burst.Stats().Total()-before, mf.BurstFor), nil
+	}}
+	env = Env{DB: base, Spawn: InProcess(base, log), Faults: []Fault{fault}, Engine: "memkv (workers as goroutines) with injected commit faults", Log: out}
+	stats = func() kv.FaultStats {
+		a, b := base.Stats(), burst.Stats()
+		return kv.FaultStats{
+			UnknownCommitted: a.UnknownCommitted + b.UnknownCommitted, UnknownNotCommitted: a.UnknownNotCommitted + b.UnknownNotCommitted,
+			Conflicts: a.Conflicts + b.Conflicts,
+		}
+	}
+	return env, stats, func() { db.Close() }
+}
