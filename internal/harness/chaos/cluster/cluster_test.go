@@ -148,3 +148,26 @@ func TestMainErrors(t *testing.T) {
 		t.Errorf("unknown command: %v", err)
 	}
 }
+
+// Any text is status json or ErrBadStatus, never a panic; the cluster
+// file parser likewise returns addresses or an error.
+func FuzzParseStatus(f *testing.F) {
+	f.Add(sampleStatus)
+	f.Add("{}")
+	f.Add(`{"cluster":{"processes":{"a":{"roles":[{"role":7}]}}}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := ParseStatus([]byte(s))
+		if err != nil {
+			if !errors.Is(err, ErrBadStatus) {
+				t.Fatalf("error %v is not ErrBadStatus", err)
+			}
+			return
+		}
+		st.Healthy()
+		st.HoldersOf(RoleLog)
+		st.Coordinators()
+		if _, err := ParseClusterFile(s); err != nil && !strings.Contains(err.Error(), "not a cluster file") {
+			t.Fatalf("cluster file: %v", err)
+		}
+	})
+}
