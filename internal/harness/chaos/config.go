@@ -57,18 +57,19 @@ func Short() Config {
 		Subspace: "chaos", Workers: 4, Concurrency: 8, Producers: 2, Rate: 30, Batch: 10,
 		ShortShare: 0.3, CkptShare: 0.15, PoisonShare: 0.02, JobMs: 20, CkptSteps: 4,
 		CronChains: 2, CronSpec: "@every 2s",
-		Baseline: 20 * time.Second, Duration: 2 * time.Minute, FaultEvery: 5 * time.Second, Downtime: 3 * time.Second,
+		Baseline: 20 * time.Second, Duration: 3 * time.Minute, FaultEvery: 5 * time.Second, Downtime: 3 * time.Second,
 		TxTimeout: 10 * time.Second, DrainTimeout: 3 * time.Minute, RecoverTimeout: 3 * time.Minute, Seed: 1,
 	}
 }
 
-// Full is the run by hand (docs/fdb.md): 30 minutes of faults, over
-// 100,000 jobs, and the fault cycle about every two minutes (three kills
-// each: over 20 kills).
+// Full is the run by hand (docs/fdb.md): 30 minutes of faults after a
+// minute's baseline, 65 jobs/s (over 100,000 jobs), a fault every 10 s
+// plus the fault's own time (each round of the schedule kills three
+// processes, and the first the whole cluster too: over 20 kills).
 func Full() Config {
 	c := Short()
-	c.Producers, c.Rate = 4, 60
-	c.Baseline, c.Duration, c.FaultEvery = time.Minute, 30*time.Minute, 20*time.Second
+	c.Producers, c.Rate = 4, 65
+	c.Baseline, c.Duration, c.FaultEvery = time.Minute, 30*time.Minute, 10*time.Second
 	c.DrainTimeout = 10 * time.Minute
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/harness/chaos/cluster"
@@ -36,23 +37,44 @@ type FaultRec struct {
 
 // ClusterFaults is the schedule on a local cluster (package cluster), one
 // round: kill -9 and restart a storage process, a log process and the
-// cluster controller's process; exclude a storage process (its data moves
-// to the others) and include it back; change the coordinators (one of the
-// three moves to another process); and, once, restart the whole cluster.
+// cluster controller's process (each the holder of that role in status
+// json, taking turns among the holders); once, in the first round, kill
+// and restart the whole cluster; exclude a storage process that is no
+// coordinator (its data moves to the others) and include it back; change
+// the coordinators (one of the three moves to another process of its
+// class). Each step returns once the cluster is healthy again.
 func ClusterFaults(c *cluster.Cluster, downtime, recover time.Duration) []Fault {
+	turn := 0
 	killRole := func(role string) func(ctx context.Context) (string, error) {
 		return func(ctx context.Context) (string, error) {
-			p, err := c.HolderOf(ctx, role)
+			st, err := c.Status(ctx)
 			if err != nil {
 				return "", err
 			}
-			return killRestart(ctx, c, []*cluster.Proc{p}, fmt.Sprintf("%s (holding %s)", p.Name, role), downtime, recover)
+			var holders []*cluster.Proc
+			for _, a := range st.HoldersOf(role) {
+				if p := c.ByAddr(a); p != nil {
+					holders = append(holders, p)
+				}
+			}
+			if len(holders) == 0 {
+				return "", fmt.Errorf("no process of the cluster holds role %q in status json", role)
+			}
+			// Take turns among the holders, so that the kills spread over
+			// the processes.
+			turn++
+			p := holders[turn%len(holders)]
+			what := fmt.Sprintf("%s (%s; roles %s)", p.Name, p.Addr, strings.Join(st.RolesOf(p.Addr), ","))
+			return killRestart(ctx, c, []*cluster.Proc{p}, what, downtime, recover)
 		}
 	}
 	return []Fault{
 		{Name: "kill storage", Kills: 1, Do: killRole(cluster.RoleStorage)},
 		{Name: "kill log", Kills: 1, Do: killRole(cluster.RoleLog)},
 		{Name: "kill cluster controller", Kills: 1, Do: killRole(cluster.RoleClusterController)},
+		{Name: "restart the whole cluster", Kills: len(c.Procs), Once: true, Do: func(ctx context.Context) (string, error) {
+			return killRestart(ctx, c, c.Procs, "every process", downtime, recover)
+		}},
 		{Name: "exclude and include", Do: func(ctx context.Context) (string, error) {
 			coords, err := c.Coordinators()
 			if err != nil {
@@ -119,9 +141,6 @@ func ClusterFaults(c *cluster.Cluster, downtime, recover time.Duration) []Fault 
 			}
 			return fmt.Sprintf("coordinator %s moved to %s; available after %.1fs", out.Addr, in.Addr, time.Since(start).Seconds()), nil
 		}},
-		{Name: "restart the whole cluster", Kills: len(c.Procs), Once: true, Do: func(ctx context.Context) (string, error) {
-			return killRestart(ctx, c, c.Procs, "every process", downtime, recover)
-		}},
 	}
 }
 
@@ -148,11 +167,18 @@ func killRestart(ctx context.Context, c *cluster.Cluster, procs []*cluster.Proc,
 		return "", err
 	}
 	// Restarting processes must not be stopped by the run's end: bound
-	// the wait by recover, not ctx.
-	if err := c.WaitAvailable(context.WithoutCancel(ctx), recover); err != nil {
+	// the waits by recover, not ctx. The next fault waits for a healthy
+	// cluster (data fully replicated again), so that two faults never
+	// take both replicas of a shard.
+	wctx := context.WithoutCancel(ctx)
+	if err := c.WaitAvailable(wctx, recover); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("SIGKILL %s, down %v, available %.1fs after the kill", what, downtime, time.Since(killed).Seconds()), nil
+	avail := time.Since(killed)
+	if err := c.WaitHealthy(wctx, recover); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("SIGKILL %s, down %v; available %.1fs, healthy %.1fs after the kill", what, downtime, avail.Seconds(), time.Since(killed).Seconds()), nil
 }
 
 // runFaults runs the schedule in rounds from start+Baseline until
