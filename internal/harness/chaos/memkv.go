@@ -22,10 +22,14 @@ type MemFaults struct {
 }
 
 // DefaultMemFaults: 1% of write commits each 1021 applied, 1021 dropped
-// and 1020 all along; 15% each during a burst of a second.
+// and 1020, and 0.5% each a 1031 timeout striking the commit in flight
+// (applied or not: it ends the retry loop, so some producer transactions
+// fail or end unknown) all along; 15% each of the first three during a
+// burst of a second.
 func DefaultMemFaults() MemFaults {
 	return MemFaults{
-		Base:     kv.Faults{Seed: 1, UnknownCommitted: 0.01, UnknownNotCommitted: 0.01, Conflict: 0.01},
+		Base: kv.Faults{Seed: 1, UnknownCommitted: 0.01, UnknownNotCommitted: 0.01, Conflict: 0.01,
+			TimedOutCommitted: 0.005, TimedOutNotCommitted: 0.005},
 		Burst:    kv.Faults{Seed: 2, UnknownCommitted: 0.15, UnknownNotCommitted: 0.15, Conflict: 0.15},
 		BurstFor: time.Second,
 	}
@@ -54,7 +58,7 @@ func MemEnv(mf MemFaults, out io.Writer, log *slog.Logger) (env Env, stats func(
 		a, b := base.Stats(), burst.Stats()
 		return kv.FaultStats{
 			UnknownCommitted: a.UnknownCommitted + b.UnknownCommitted, UnknownNotCommitted: a.UnknownNotCommitted + b.UnknownNotCommitted,
-			Conflicts: a.Conflicts + b.Conflicts,
+			Conflicts: a.Conflicts + b.Conflicts, TimedOutCommitted: a.TimedOutCommitted, TimedOutNotCommitted: a.TimedOutNotCommitted,
 		}
 	}
 	return env, stats, func() { db.Close() }
