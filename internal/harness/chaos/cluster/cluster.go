@@ -13,7 +13,8 @@
 // double replication would find a single fault domain. Three of them are
 // coordinators (one of each class). Start writes the cluster file, starts
 // the processes, runs `configure new double ssd` and waits until status
-// json says the database is available, healthy and fully recovered.
+// json says the database is available, fully recovered and its data fully
+// replicated (Status.Healthy).
 //
 // Dir/cluster.json records the processes, so that a later command (stop,
 // status, kill from scripts/fdb-cluster) finds them.
@@ -449,9 +450,9 @@ func (c *Cluster) configure(ctx context.Context, conf string, timeout time.Durat
 	return fmt.Errorf("cluster: %q did not create the database within %v; fdbcli said: %s (logs under %s)", conf, timeout, last, c.Dir)
 }
 
-// WaitHealthy polls status json until the database is available, healthy,
-// fully recovered and its data fully replicated, or fails after timeout
-// saying what was still wrong.
+// WaitHealthy polls status json until the database is available, fully
+// recovered and its data fully replicated (Status.Healthy), or fails after
+// timeout saying what was still wrong.
 func (c *Cluster) WaitHealthy(ctx context.Context, timeout time.Duration) error {
 	return c.waitStatus(ctx, timeout, "healthy", func(s *Status) (bool, string) { return s.Healthy() })
 }

@@ -15,7 +15,7 @@ const sampleStatus = `WARNING: something fdbcli says first
   "client": {
     "coordinators": {"coordinators": [{"address": "127.0.0.1:4501", "reachable": true}, {"address": "127.0.0.1:4500:tls", "reachable": false}], "quorum_reachable": true},
     "database_status": {"available": true, "healthy": false},
-    "messages": []
+    "messages": [{"name": "inconsistent_cluster_file"}]
   },
   "cluster": {
     "recovery_state": {"name": "accepting_commits"},
@@ -55,6 +55,9 @@ func TestParseStatus(t *testing.T) {
 	if !s.Available() {
 		t.Error("available: want true")
 	}
+	if got := s.Messages(); !slices.Equal(got, []string{"client: inconsistent_cluster_file"}) {
+		t.Errorf("messages %v", got)
+	}
 	for _, bad := range []string{"", "ERROR: could not connect", "{not json"} {
 		if _, err := ParseStatus([]byte(bad)); !errors.Is(err, ErrBadStatus) {
 			t.Errorf("ParseStatus(%q): %v, want ErrBadStatus", bad, err)
@@ -63,7 +66,8 @@ func TestParseStatus(t *testing.T) {
 }
 
 func TestHealthyStatus(t *testing.T) {
-	s, err := ParseStatus([]byte(`{"client":{"database_status":{"available":true,"healthy":true}},
+	// database_status.healthy false (a process message) does not matter.
+	s, err := ParseStatus([]byte(`{"client":{"database_status":{"available":true,"healthy":false}},
 		"cluster":{"recovery_state":{"name":"fully_recovered"},"data":{"state":{"healthy":true,"name":"healthy"}}}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -150,7 +150,10 @@ func (c *Cluster) WriteStatus(w io.Writer, s *Status) error {
 	if ok {
 		why = "healthy"
 	}
-	fmt.Fprintf(w, "database: %s; recovery state %s; data %s\n", why, orNone(s.Cluster.RecoveryState.Name), orNone(s.Cluster.Data.State.Name))
+	fmt.Fprintf(w, "database: %s; recovery state %s; data %s; database_status.healthy %v\n", why, orNone(s.Cluster.RecoveryState.Name), orNone(s.Cluster.Data.State.Name), s.Client.DatabaseStatus.Healthy)
+	if m := s.Messages(); len(m) > 0 {
+		fmt.Fprintf(w, "messages: %s\n", strings.Join(m, ", "))
+	}
 	_, err := fmt.Fprintf(w, "coordinators: %s\n", strings.Join(s.Coordinators(), " "))
 	return err
 }

@@ -82,15 +82,16 @@ func ParseStatus(b []byte) (*Status, error) {
 	return &s, nil
 }
 
-// Healthy says whether the database is available and healthy, fully
-// recovered, and its data is fully replicated; why names what is not.
+// Healthy says whether the database is available, fully recovered and
+// its data fully replicated (cluster.data.state.healthy); why names what
+// is not. It does not ask for client.database_status.healthy, which any
+// message of any process (a storage server lagging for a moment on a
+// loaded machine) turns false (getClientDatabaseStatus in
+// fdbclient/StatusClient.actor.cpp); those are listed by Messages.
 func (s *Status) Healthy() (ok bool, why string) {
 	var not []string
 	if !s.Client.DatabaseStatus.Available {
 		not = append(not, "database unavailable")
-	}
-	if !s.Client.DatabaseStatus.Healthy {
-		not = append(not, "database not healthy")
 	}
 	if r := s.Cluster.RecoveryState.Name; r != "fully_recovered" {
 		not = append(not, "recovery state "+orNone(r))
@@ -98,10 +99,19 @@ func (s *Status) Healthy() (ok bool, why string) {
 	if !s.Cluster.Data.State.Healthy {
 		not = append(not, "data state "+orNone(s.Cluster.Data.State.Name))
 	}
-	for _, m := range s.Client.Messages {
-		not = append(not, "client message "+m.Name)
-	}
 	return len(not) == 0, strings.Join(not, ", ")
+}
+
+// Messages lists the client's and the cluster's messages by name.
+func (s *Status) Messages() []string {
+	var out []string
+	for _, m := range s.Client.Messages {
+		out = append(out, "client: "+m.Name)
+	}
+	for _, m := range s.Cluster.Messages {
+		out = append(out, "cluster: "+m.Name)
+	}
+	return out
 }
 
 // Available says whether the database accepts transactions (it may still
