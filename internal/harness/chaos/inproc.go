@@ -15,6 +15,12 @@ import (
 // processes, for `go test` and `quickbench chaos` without a cluster. Stop
 // and Kill both end the worker's context (a graceful stop).
 func InProcess(db kv.Database, log *slog.Logger) procbench.Spawner {
+	return inProcess(db, log, &freezer{})
+}
+
+// inProcess is InProcess with each worker on a clock of fr, which can
+// freeze it.
+func inProcess(db kv.Database, log *slog.Logger, fr *freezer) procbench.Spawner {
 	return func(ctx context.Context, name string, args []string) (procbench.Child, error) {
 		a, err := ParseWorkerArgs(args, io.Discard)
 		if err != nil {
@@ -25,7 +31,7 @@ func InProcess(db kv.Database, log *slog.Logger) procbench.Spawner {
 		g := &goChild{out: pr, cancel: cancel, done: make(chan struct{})}
 		go func() {
 			defer close(g.done)
-			g.err = RunWorker(wctx, a, db, pw, log.With("worker", a.ID))
+			g.err = runWorker(wctx, a, db, pw, log.With("worker", a.ID), fr.clock(a.ID))
 			pw.Close()
 		}()
 		return g, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
@@ -231,6 +232,8 @@ func outcome(err error) string {
 		return "ok"
 	case quick.IsLeaseLost(err):
 		return "lease-lost"
+	case quick.IsLaneLost(err):
+		return "lane-lost"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	}
@@ -240,5 +243,10 @@ func outcome(err error) string {
 	if err.Error() == "poison: fails its first attempt" {
 		return "poison-fail"
 	}
-	return "error"
+	// Any other error, as one token: the report groups the runs by it.
+	msg := strings.Join(strings.Fields(err.Error()), "_")
+	if len(msg) > 60 {
+		msg = msg[:60]
+	}
+	return "error:" + msg
 }

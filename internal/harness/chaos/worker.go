@@ -72,6 +72,12 @@ const errsEvery = 2 * time.Second
 // reports events (Event) on out: ready, each handler run's start and end,
 // its error counts every errsEvery, and exit.
 func RunWorker(ctx context.Context, a WorkerArgs, db kv.Database, out io.Writer, log *slog.Logger) error {
+	return runWorker(ctx, a, db, out, log, clock.Real())
+}
+
+// runWorker is RunWorker on clk: the queue's, the worker's and the
+// handlers' time (an in-process worker's freezeClock).
+func runWorker(ctx context.Context, a WorkerArgs, db kv.Database, out io.Writer, log *slog.Logger, clk clock.Clock) error {
 	root, err := workermain.ParseSubspace(a.Subspace)
 	if err != nil {
 		return err
@@ -80,6 +86,7 @@ func RunWorker(ctx context.Context, a WorkerArgs, db kv.Database, out io.Writer,
 	edb := CountErrors(db)
 	opts := QueueOptions()
 	opts.Logger = log
+	opts.Clock = clk
 	q, err := quick.Open(ctx, edb, qs, opts)
 	if err != nil {
 		return fmt.Errorf("chaos: open the queue: %w", err)
@@ -89,7 +96,7 @@ func RunWorker(ctx context.Context, a WorkerArgs, db kv.Database, out io.Writer,
 		return err
 	}
 	lw := &lineWriter{w: out}
-	h := &handlers{id: a.ID, keys: keys, clock: clock.Real(), emit: lw.emit}
+	h := &handlers{id: a.ID, keys: keys, clock: clk, emit: lw.emit}
 	if err := h.register(w); err != nil {
 		return err
 	}
