@@ -305,7 +305,7 @@ func checkToken(v *Verdict, lim limiter, id quick.ID, d DoneRec, starts []Event)
 	}
 	last := starts[0]
 	for _, s := range starts[1:] {
-		if s.Attempt > last.Attempt || (s.Attempt == last.Attempt && (last.Short && !s.Short || s.Short == last.Short && s.At >= last.At)) {
+		if !claimedBefore(s, last) {
 			last = s
 		}
 	}
@@ -313,6 +313,19 @@ func checkToken(v *Verdict, lim limiter, id quick.ID, d DoneRec, starts []Event)
 		lim.add(v, "stale token", "job %s: completion under token %d (attempt %d, %s); its last claim was token %d (attempt %d, %s)",
 			id, d.Token, d.Attempt, d.Worker, last.Token, last.Attempt, last.Worker)
 	}
+}
+
+// claimedBefore orders two runs of a job by their claims: the lower
+// attempt first; at one attempt a short-job hand-out before the per-job
+// claim of the worker that took its lane over; else the earlier start.
+func claimedBefore(a, b Event) bool {
+	switch {
+	case a.Attempt != b.Attempt:
+		return a.Attempt < b.Attempt
+	case a.Short != b.Short:
+		return a.Short
+	}
+	return a.At < b.At
 }
 
 // checkCronChains: every occurrence completed at most once and by its
@@ -390,15 +403,22 @@ func checkCronChains(h History, v *Verdict, lim limiter, done map[quick.ID][]Don
 }
 
 // runAgain counts the jobs run more than once, and the extra runs by what
-// ended the run before each; a run after a completed one (its handler
+// ended the run before each; a claim after a completed run (its handler
 // returned nil after the completion committed) is a violation.
+//
+// Runs are taken in the order of their claims (attempt; at one attempt a
+// short-job hand-out before the per-job claim that takes it over), not of
+// their starts: a worker holds prefetched jobs until a slot frees, and a
+// frozen one starts them when it thaws, after their leases lapsed and the
+// next holder may have completed them. Such a stale run's writes must all
+// be refused (the stale-token check); its late start is no violation.
 func runAgain(v *Verdict, lim limiter, starts, ends map[quick.ID][]Event, done map[quick.ID][]DoneRec) {
 	for id, ss := range starts {
 		if len(ss) < 2 {
 			continue
 		}
 		v.RunAgain++
-		sort.Slice(ss, func(i, j int) bool { return ss[i].At < ss[j].At })
+		sort.Slice(ss, func(i, j int) bool { return claimedBefore(ss[i], ss[j]) })
 		es := ends[id]
 		for i := 1; i < len(ss); i++ {
 			prev := ss[i-1]

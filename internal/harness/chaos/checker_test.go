@@ -249,6 +249,23 @@ func TestCheckRunAgain(t *testing.T) {
 	s.check(t, "run after completion: job "+id.String())
 }
 
+// A frozen worker starts a prefetched job when it thaws, after its lease
+// lapsed and the next holder completed it: a late start of an earlier
+// claim, no violation as long as it wrote nothing.
+func TestCheckStalePrefetchedRun(t *testing.T) {
+	s := newSynth()
+	id := s.job(TypeLease, 1)
+	s.h.Events[0].Attempt, s.h.Events[1].Attempt = 2, 2
+	s.h.Records.Done[0].Attempt = 2
+	s.h.Events = append(s.h.Events,
+		Event{Kind: EvStart, Worker: "w4", Job: id, Token: 3, Attempt: 1, At: s.t0 + int64(5*time.Second)},
+		Event{Kind: EvEnd, Worker: "w4", Job: id, Token: 3, Attempt: 1, At: s.t0 + int64(6*time.Second), Note: "lease-lost"})
+	v := s.check(t)
+	if v.RunAgain != 1 || v.Reasons["lease-lost"] != 1 {
+		t.Errorf("run again %d, reasons %v", v.RunAgain, v.Reasons)
+	}
+}
+
 func TestCheckHarnessProblemsFail(t *testing.T) {
 	s := newSynth()
 	s.h.Problems = []string{"worker w2 exited during the run"}
