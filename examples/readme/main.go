@@ -65,6 +65,18 @@ func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
 	// readme:end
 }
 
+// openRetaining is the README's retention: completed and cancelled
+// send_email jobs are kept a day.
+func openRetaining(ctx context.Context, db kv.Database, space tuple.Subspace) (*quick.Queue, error) {
+	// readme:begin retention
+	q, err := quick.Open(ctx, db, space, quick.Options{
+		TaskTypes: map[string]quick.TaskTypeOptions{"send_email": {Retain: 24 * time.Hour}},
+	})
+	// per job: quick.NewJob{..., Retain: time.Hour}, or InsertOpts{Retain: -1} to keep none
+	// readme:end
+	return q, err
+}
+
 // signUp is the README's enqueue: the user's row and the welcome email's
 // job commit in one transaction, or neither does. The job belongs to the
 // user's tenant: each tenant's jobs are a queue of their own (a zone).
