@@ -52,19 +52,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cmd == "start" {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected arguments %q", fs.Args())
+		}
+		made := false
 		if *dir == "" {
 			d, err := os.MkdirTemp("", "fdb-cluster-")
 			if err != nil {
 				return err
 			}
-			*dir = d
+			*dir, made = d, true
 		}
 		cfg.Dir = *dir
-		if fs.NArg() > 0 {
-			return fmt.Errorf("unexpected arguments %q", fs.Args())
-		}
 		c, err := Start(ctx, cfg)
 		if err != nil {
+			if made {
+				_ = os.RemoveAll(*dir) // nothing of a failed start is worth keeping in a directory nobody named
+			}
 			return err
 		}
 		for _, p := range c.Procs {
