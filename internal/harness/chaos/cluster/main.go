@@ -67,7 +67,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		c, err := Start(ctx, cfg)
 		if err != nil {
 			if made {
-				_ = os.RemoveAll(*dir) // nothing of a failed start is worth keeping in a directory nobody named
+				// A start that failed before writing anything leaves no
+				// empty directory behind; one that started processes keeps
+				// their logs, which the error names.
+				_ = os.Remove(*dir)
 			}
 			return err
 		}
