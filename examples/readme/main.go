@@ -78,6 +78,20 @@ func openRetaining(ctx context.Context, db kv.Database, space tuple.Subspace) (*
 	return q, err
 }
 
+// limitInvoices is the README's tenant limits: a default for every tenant
+// of "invoice", and an override for acme.
+func limitInvoices(ctx context.Context, q *quick.Queue) error {
+	// readme:begin limits
+	// Every tenant: at most 20 "invoice" jobs running at once.
+	if err := q.SetTypeLimits(ctx, "invoice", quick.Limits{Concurrency: 20}); err != nil {
+		return err
+	}
+	// acme: at most 2 running, 10 starts a second (bursts of 5), and three
+	// times the others' share of the claims when the task type is busy.
+	return q.SetTenantLimits(ctx, "invoice", "acme", quick.Limits{Concurrency: 2, Rate: 10, Burst: 5, Weight: 3})
+	// readme:end
+}
+
 // signUp is the README's enqueue: the user's row and the welcome email's
 // job commit in one transaction, or neither does. The job belongs to the
 // user's tenant: each tenant's jobs are a queue of their own (a zone).

@@ -26,8 +26,11 @@ func TestScaleIdleCounts(t *testing.T) {
 	z1, z2 := run("zones", 70, 10), run("zones", 140, 200)
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(a)) }
 	p1, p2 := z1.PerWorkerSec, z2.PerWorkerSec
-	if !near(p1.ReadVersions, p2.ReadVersions) || !near(p1.RangeReads, p2.RangeReads) || !near(p1.KeysRead, p2.KeysRead) || !near(p1.Reads, p2.Reads) {
-		t.Errorf("zones idle cost changed with workers and tenants: %+v against %+v", z1.PerWorkerSec, z2.PerWorkerSec)
+	// The tenant limits are read once a second per process and task type
+	// (quick/limits.go), shared by the process's workers: that range read
+	// per worker falls as the workers grow, and must never rise.
+	if !near(p1.ReadVersions, p2.ReadVersions) || p2.RangeReads > p1.RangeReads+1e-9 || !near(p1.KeysRead, p2.KeysRead) || !near(p1.Reads, p2.Reads) {
+		t.Errorf("zones idle cost changed with workers and tenants: %+v against %+v (range reads %.6f against %.6f)", z1.PerWorkerSec, z2.PerWorkerSec, p1.RangeReads, p2.RangeReads)
 	}
 	// One clock round and one claim per worker every 5 s; only the round
 	// writes.
