@@ -161,7 +161,8 @@ func unknownCommand(c *cli.Context) error {
 		if c.Command != nil && c.Command.Name != "" && c.Command.Name != "quick" {
 			name = "quick " + c.Command.Name
 		}
-		return fmt.Errorf("unknown command %q (see %s --help)", c.Args().First(), name)
+		// A usage error like any other the parser refuses: exit status 2.
+		return newUsageError(c, fmt.Errorf("unknown command %q (see %s --help)", c.Args().First(), name))
 	}
 	return cli.ShowSubcommandHelp(c)
 }
