@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,4 +189,52 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// TestUIDemoSavesASnapshot: quick ui --demo's workload saves its queue
+// while it runs (a live snapshot: reads work, changes are refused) and a
+// last time when it stops (changes then work).
+func TestUIDemoSavesASnapshot(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(t.TempDir(), "ui.snapshot")
+	d, err := startUIDemo(context.Background(), uiDemoConfig{Wave: time.Hour, Jobs: 20, Rate: 0, Workers: 1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Save: path, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.stop()
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second) // a failure deadline, not a measure
+	for {
+		r := h.snapshotRunReal("--snapshot", path, "stats", "-o", "json")
+		if r.err == nil && strings.Contains(r.stdout, `"task_type": "email"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot with the demo's jobs: %v %s", r.err, r.stdout)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the first save, not for time
+	}
+	if r := h.snapshotRunReal("--snapshot", path, "pause", "email"); !errors.Is(r.err, errSnapshotLive) ||
+		!strings.Contains(r.err.Error(), "quick ui --demo (pid") {
+		t.Errorf("pause on the running demo's snapshot: %v", r.err)
+	}
+	d.stop()
+	stopped = true
+	if r := h.snapshotRunReal("--snapshot", path, "pause", "email"); r.err != nil {
+		t.Errorf("pause once the demo stopped: %v %s", r.err, r.stderr)
+	}
+}
+
+// snapshotRunReal is snapshotRun on the real clock: the file's header was
+// written on it.
+func (h *harness) snapshotRunReal(args ...string) result {
+	h.t.Helper()
+	d, out, errb := h.deps("")
+	d.DB, d.Clock = nil, nil
+	return runApp(d, out, errb, args...)
 }
