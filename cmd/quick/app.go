@@ -129,7 +129,7 @@ func newApp(d deps) *cli.App {
 				Usage: "FoundationDB cluster file (needs a binary built with -tags fdb); empty means FDB's default"},
 			&cli.BoolFlag{Name: flagEmbedded, Usage: "use an empty in-process database (memkv) instead of FoundationDB: for trying commands out"},
 			&cli.StringFlag{Name: flagSnapshot, EnvVars: []string{"QUICK_SNAPSHOT"},
-				Usage: "open the queue saved in this file by quick demo or quick ui --demo (they print where), without FoundationDB; changes are saved back once the demo has ended"},
+				Usage: "open the queue saved in this file by quick demo or quick ui --demo (they print where), without FoundationDB; a change is saved back to the file, or refused while the demo still runs"},
 			&cli.StringFlag{Name: flagSubspace, EnvVars: []string{"QUICK_SUBSPACE"},
 				Usage: `tuple prefix of the queue: a word (quick), words (app,jobs) or a tuple ("app","jobs",1)`, DefaultText: defaultSubspace},
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
