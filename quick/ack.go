@@ -84,8 +84,15 @@ func (q *Queue) zapply(tr kv.Transaction, a plannedAck, v zjobValue, c *coverer)
 	}
 	errText := truncate(a.Error, maxErrorLen)
 	switch a.Kind {
-	case AckComplete:
-		q.zcompleteTx(tr, zl.lane, key, l.ID, v)
+	case AckComplete, AckCancel:
+		kind, reason := OutcomeCompleted, ""
+		if a.Kind == AckCancel {
+			kind, reason = OutcomeCancelled, errText
+		}
+		q.zfinishTx(tr, zl.lane, key, finish{
+			id: l.ID, kind: kind, taskType: l.TaskType, itemSpace: l.ItemSpace, prio: zl.lane.prio,
+			v: &v, payload: l.Payload, reason: reason, now: a.now,
+		})
 		return AckResult{}, nil
 	case AckDeadLetter:
 		return AckResult{Dead: true}, q.zoneDeadLetterTx(tr, a.now, zl.lane, key, zl.jobKey(l.ID), v, errText)
@@ -94,6 +101,7 @@ func (q *Queue) zapply(tr kv.Transaction, a plannedAck, v zjobValue, c *coverer)
 			return AckResult{Dead: true}, q.zoneDeadLetterTx(tr, a.now, zl.lane, key, zl.jobKey(l.ID), v, errText)
 		}
 		v.LastError = errText
+		q.noteFailure(l.TaskType, &v, a.now, errText)
 	case AckSnooze, AckRelease:
 		// Not a failure: the run gives its attempt back.
 		v.Attempt = max(v.Attempt-1, 0)
@@ -125,9 +133,12 @@ func (zl *zoneLease) jobKey(id ID) zjobKey {
 	return zjobKey{Priority: zl.lane.prio, Lane: zl.lane.lane, VestMs: zl.vestMs, ID: id}
 }
 
-// zcompleteTx deletes a finished job: one clear, plus the keys the job has.
-func (q *Queue) zcompleteTx(tr kv.Transaction, l laneRef, key []byte, id ID, v zjobValue) {
-	q.recordOutcome(tr, id, v.Flags, OutcomeCompleted, v.Attempt, "")
+// zfinishTx deletes a completed or cancelled job: one clear, plus the keys
+// the job has, and its finished record when it has retention (retainTx).
+func (q *Queue) zfinishTx(tr kv.Transaction, l laneRef, key []byte, f finish) {
+	id, v := f.id, f.v
+	q.recordOutcome(tr, id, v.Flags, f.kind, v.Attempt, f.reason)
+	q.retainTx(tr, f)
 	tr.Clear(key)
 	if v.Flags&flagBlob != 0 {
 		tr.Clear(l.z.blobKey(id))
@@ -154,7 +165,7 @@ func (q *Queue) zackApplied(tr kv.Transaction, a plannedAck, keyF, recF kv.Futur
 	switch {
 	case dead:
 		return AckResult{Dead: true}, true, nil
-	case a.Kind == AckComplete:
+	case a.Kind == AckComplete || a.Kind == AckCancel:
 		// The earlier attempt held the job and cleared its key: a key
 		// still there was not cleared (another lease holds it).
 		kv, err := keyF.Get()
@@ -176,10 +187,11 @@ func (q *Queue) zackApplied(tr kv.Transaction, a plannedAck, keyF, recF kv.Futur
 // record, the job's bytes.
 func zackCost(a plannedAck) int {
 	n := 256 + 8*(len(a.Lease.zl.lane.z.space.Bytes())+48)
-	if a.Kind == AckComplete {
-		return n
+	if a.Kind == AckComplete || a.Kind == AckCancel {
+		return n + a.finBytes
 	}
 	zl := a.Lease.zl
 	return n + len(a.Lease.Payload) + len(a.Lease.Checkpoint) + len(a.Lease.ItemSpace) + len(a.Lease.TaskType) +
-		len(zl.v.UniqueKey) + len(a.Lease.LastError) + min(len(a.Error), maxErrorLen) + len(zl.v.Holder)
+		len(zl.v.UniqueKey) + len(a.Lease.LastError) + min(len(a.Error), maxErrorLen) + len(zl.v.Holder) +
+		historyLen(zl.v.History) + 32 + min(len(a.Error), maxErrorLen)
 }

@@ -46,6 +46,8 @@ type InsertOpts struct {
 	UniqueKey string
 	// Waitable records the job's outcome; set in the defaults or the call.
 	Waitable bool
+	// Retain overrides the task type's retention; see NewJob.Retain.
+	Retain time.Duration
 }
 
 // merge lays call over the defaults d: call's set fields win.
@@ -68,6 +70,9 @@ func (d InsertOpts) merge(call InsertOpts) InsertOpts {
 		out.UniqueKey = call.UniqueKey
 	}
 	out.Waitable = d.Waitable || call.Waitable
+	if call.Retain != 0 {
+		out.Retain = call.Retain
+	}
 	return out
 }
 
@@ -101,7 +106,7 @@ func ArgsJob(args JobArgs, opts *InsertOpts) (NewJob, error) {
 	return NewJob{
 		ID: o.ID, TaskType: args.Kind(), Payload: b, Priority: o.Priority,
 		RunAt: o.RunAt, Delay: o.Delay, ItemSpace: o.ItemSpace, MaxAttempts: o.MaxAttempts,
-		UniqueKey: o.UniqueKey, Waitable: o.Waitable,
+		UniqueKey: o.UniqueKey, Waitable: o.Waitable, Retain: o.Retain,
 	}, nil
 }
 

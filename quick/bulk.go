@@ -98,7 +98,7 @@ func (q *Queue) CancelMatching(ctx context.Context, f Filter, o BulkOptions) (Bu
 	if err := validTaskType(f.TaskType); err != nil {
 		return BulkResult{}, err
 	}
-	if f.State == StateDead || f.State == StateFinished {
+	if f.State == StateDead || f.State.Done() {
 		return BulkResult{}, fmt.Errorf("%w: CancelMatching selects scheduled, ready or leased jobs; dead letters go with PurgeDead", ErrInvalidOption)
 	}
 	o = o.withDefaults()

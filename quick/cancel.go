@@ -7,14 +7,17 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 )
 
-// Cancel deletes a job that is scheduled, ready or leased, or removes it
-// from the dead letters. A worker holding it loses its lease: its next lease
-// operation returns ErrLeaseLost.
+// Cancel ends a job that is scheduled, ready or leased, or takes it out of
+// the dead letters, as cancelled: it is deleted, unless its retention
+// (TaskTypeOptions.Retain, NewJob.Retain) keeps a finished record of it,
+// which Get then shows as StateCancelled. A cancelled job is never a dead
+// letter. A worker holding it loses its lease: its next lease operation
+// returns ErrLeaseLost. A job already completed or cancelled is ErrNotFound.
 func (q *Queue) Cancel(ctx context.Context, id ID) error {
 	applied := false
 	err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		info, key, err := q.lookup(tr.Snapshot(), id)
-		if maybeCommitted && applied && (info.State == StateFinished || IsNotFound(err)) {
+		if maybeCommitted && applied && (info.State.Done() || IsNotFound(err)) {
 			return nil // the earlier attempt's cancel committed
 		}
 		if err != nil {
@@ -35,11 +38,12 @@ func (q *Queue) Cancel(ctx context.Context, id ID) error {
 // cancelTx deletes a job lookup found (info, and its job key).
 //
 // Keys: for a live job, cancelZoneTx's; for a dead letter, a read-conflict
-// key on S(1,"j",id), then clears it and forget's keys.
+// key on S(1,"j",id), then clears it and forget's keys, and sets its
+// outcome (Waitable) and finished record (retention).
 func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
 	id := info.ID
-	if info.State == StateFinished {
-		return fmt.Errorf("%w: %s already finished", ErrNotFound, id)
+	if info.State.Done() {
+		return fmt.Errorf("%w: %s already finished (%s)", ErrNotFound, id, info.State)
 	}
 	if info.zl != nil && !info.zl.dead {
 		return q.cancelZoneTx(tr, info, key)
@@ -55,7 +59,30 @@ func (q *Queue) cancelTx(tr kv.Transaction, info JobInfo, key []byte) error {
 	if info.Waitable {
 		q.recordOutcome(tr, id, flagWaitable, OutcomeCancelled, int64(info.Attempt), "")
 	}
+	q.retainTx(tr, finish{
+		id: id, kind: OutcomeCancelled, taskType: info.TaskType, itemSpace: info.ItemSpace, prio: info.Priority,
+		v: deadValue(info), payload: info.Payload, now: q.Now(),
+	})
 	return nil
+}
+
+// deadValue is the job value a cancelled dead letter's finished record is
+// made of: the payload counts as inline only when it is small enough to
+// keep.
+func deadValue(info JobInfo) *zjobValue {
+	v := &zjobValue{
+		Attempt: int64(info.Attempt), MaxAttempts: int64(info.MaxAttempts), UniqueKey: info.UniqueKey,
+		LastError: info.LastError, CreatedAtMs: info.CreatedAt.UnixMilli(), RetainMs: info.retainMs, History: info.Errors,
+	}
+	if info.Waitable {
+		v.Flags |= flagWaitable
+	}
+	if len(info.Payload) > maxRetainedPayload {
+		v.Flags |= flagBlob
+	} else {
+		v.Payload = info.Payload
+	}
+	return v
 }
 
 // forget clears a dead letter: its record, checkpoint, dead-letter key and

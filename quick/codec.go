@@ -52,12 +52,20 @@ type zjobValue struct {
 	// CreatedAtMs is when the job was enqueued, kept only when it differs
 	// from its ID's time (IDs given by the caller).
 	CreatedAtMs int64
+	// RetainMs is the job's own retention (NewJob.Retain): > 0 keeps its
+	// finished record that long, < 0 keeps none; 0 (not stored) follows
+	// its task type (retention.go).
+	RetainMs int64
+	// History is the errors of its last failed attempts, oldest first, at
+	// most maxRetainedErrors; kept only for a job with retention
+	// (retention.go), so other jobs never carry it.
+	History []AttemptError
 }
 
 func (v *zjobValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
 func (v *zjobValue) marshal() []byte {
-	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint))
+	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint)+historyLen(v.History))
 	b = wire.AppendBytes(b, 1, v.Payload)
 	b = wire.AppendVarint(b, 2, uint64(v.Attempt))
 	if v.Token != 0 {
@@ -72,6 +80,8 @@ func (v *zjobValue) marshal() []byte {
 	b = wire.AppendString(b, 9, v.LastError)
 	b = wire.AppendBytes(b, 10, v.Checkpoint)
 	b = wire.AppendVarint(b, 11, uint64(v.CreatedAtMs))
+	b = wire.AppendVarint(b, 12, uint64(v.RetainMs))
+	b = appendHistory(b, 13, v.History)
 	return b
 }
 
@@ -104,6 +114,14 @@ func (v *zjobValue) unmarshal(b []byte) error {
 			v.Checkpoint = raw
 		case 11:
 			v.CreatedAtMs = int64(x)
+		case 12:
+			v.RetainMs = int64(x)
+		case 13:
+			e, err := decodeAttemptError(typ, raw)
+			if err != nil {
+				return err
+			}
+			v.History = append(v.History, e)
 		}
 		return nil
 	})

@@ -52,7 +52,9 @@ func reportSplit(b *testing.B, claimAck kv.Stats, jobs int) {
 func BenchmarkZoneJobCost(b *testing.B) {
 	// lease-untracked and short-untracked: the same for an Untracked task
 	// type (no lookup index entry), the cheaper mode beside the default.
-	for _, mode := range []string{"lease", "short", "lease-untracked", "short-untracked"} {
+	// lease-retain and short-retain: the same for a task type that keeps a
+	// finished record of each job (TaskTypeOptions.Retain).
+	for _, mode := range []string{"lease", "short", "lease-untracked", "short-untracked", "lease-retain", "short-retain"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
 				opts := quick.Options{}
@@ -63,6 +65,10 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {Untracked: true}}
 				case "short-untracked":
 					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true, Untracked: true}}
+				case "lease-retain":
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {Retain: 24 * time.Hour}}
+				case "short-retain":
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"email": {ShortJobs: true, Retain: 24 * time.Hour}}
 				}
 				e := newEnv(b, opts)
 				payload := make([]byte, 100)

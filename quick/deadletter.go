@@ -59,11 +59,15 @@ func (q *Queue) zoneDeadLetterTx(tr kv.Transaction, now time.Time, l laneRef, ke
 		created = id.Time().UnixMilli()
 	}
 	deadMs := now.UnixMilli()
+	if reason != "" {
+		q.noteFailure(l.z.taskType, &v, now, reason)
+	}
 	rec := record{
 		TaskType: l.z.taskType, Priority: int64(jk.Priority), ItemSpace: l.z.itemSpace, Payload: payload,
 		MaxAttempts: v.MaxAttempts, UniqueKey: v.UniqueKey, CreatedAtMs: created,
 		State: stateDead, DeadAtMs: deadMs, LastError: reason, Attempts: v.Attempt,
-		Flags: (v.Flags | flagZones) &^ (flagBlob | flagCkptBlob),
+		Flags:    (v.Flags | flagZones) &^ (flagBlob | flagCkptBlob),
+		RetainMs: v.RetainMs, History: v.History,
 	}
 	q.recordOutcome(tr, id, v.Flags, OutcomeDeadLettered, v.Attempt, reason)
 	tr.Clear(key)

@@ -58,10 +58,14 @@ type record struct {
 	// decode: it holds no payload, so it cannot be requeued. The raw bytes
 	// are kept under S(1,"x",...).
 	Quarantined bool
+	// RetainMs and History are the job's own retention and its errors
+	// history (zjobValue), kept for Requeue and a cancel (retention.go).
+	RetainMs int64
+	History  []AttemptError
 }
 
 func (r *record) marshal() []byte {
-	b := make([]byte, 0, 48+len(r.TaskType)+len(r.ItemSpace)+len(r.Payload)+len(r.UniqueKey)+len(r.LastError))
+	b := make([]byte, 0, 48+len(r.TaskType)+len(r.ItemSpace)+len(r.Payload)+len(r.UniqueKey)+len(r.LastError)+historyLen(r.History))
 	b = wire.AppendString(b, 1, r.TaskType)
 	b = wire.AppendVarint(b, 2, uint64(r.Priority))
 	b = wire.AppendString(b, 3, r.ItemSpace)
@@ -83,6 +87,8 @@ func (r *record) marshal() []byte {
 	if r.Quarantined {
 		b = wire.AppendVarint(b, 16, 1)
 	}
+	b = wire.AppendVarint(b, 17, uint64(r.RetainMs))
+	b = appendHistory(b, 18, r.History)
 	return b
 }
 
@@ -122,6 +128,14 @@ func (r *record) unmarshal(b []byte) error {
 			r.RequeuedAtMs = int64(x)
 		case 16:
 			r.Quarantined = x != 0
+		case 17:
+			r.RetainMs = int64(x)
+		case 18:
+			e, err := decodeAttemptError(typ, raw)
+			if err != nil {
+				return err
+			}
+			r.History = append(r.History, e)
 		}
 		return nil
 	})

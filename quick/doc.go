@@ -50,7 +50,10 @@
 // its lookup index, kept unless its task type is Untracked); Wait blocks
 // until a waitable job (NewJob.Waitable, Options.WaitableTypes) finishes,
 // on a kv watch rather than by polling, and Outcome tells completed,
-// dead-lettered and cancelled apart; Pause and Resume stop and restart the
+// dead-lettered and cancelled apart; a task type or job with retention
+// (TaskTypeOptions.Retain, NewJob.Retain) keeps a finished record of each
+// completed or cancelled job, which Get shows (StateCompleted,
+// StateCancelled) until PurgeFinished deletes it; Pause and Resume stop and restart the
 // worker runtime's claims of a task type; CancelMatching and
 // RequeueMatching act on the jobs a Filter selects, in bounded batches.
 //

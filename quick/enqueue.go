@@ -602,6 +602,7 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 		MaxAttempts: int64(j.MaxAttempts),
 		UniqueKey:   j.UniqueKey,
 		Flags:       q.waitFlag(j.NewJob),
+		RetainMs:    retainMsOf(j.Retain),
 	}
 	if q.tracked(j.TaskType) {
 		v.Flags |= flagTrackable

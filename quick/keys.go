@@ -30,6 +30,8 @@ const schemaVersion = 1
 //	S (1, "xn")                               quarantine count (atomic)
 //	S (1, "t", type)                          known task types
 //	S (1, "o", id)                            outcome of a waitable job (wait.go)
+//	S (1, "f", id)                            finished record of a job with retention (retention.go)
+//	S (1, "fx", expireMs, id)                 finished records by expiry, for PurgeFinished (empty values)
 //	S (1, "wake", type)                       wake-up key for idle workers
 //	S (1, "sleep", type)                      until when idle workers sleep (atomic max, ms)
 //	S (1, "pause", type), S (1, "pausev")     paused task types (pause.go)

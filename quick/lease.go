@@ -70,6 +70,10 @@ const (
 	AckRelease
 	// AckDeadLetter moves the job to the dead letters at once.
 	AckDeadLetter
+	// AckCancel ends the job as cancelled (Error, if any, is the reason):
+	// it is deleted, as a completion, unless its retention keeps a
+	// finished record of it (StateCancelled). It is not a dead letter.
+	AckCancel
 )
 
 func (k AckKind) String() string {
@@ -84,6 +88,8 @@ func (k AckKind) String() string {
 		return "release"
 	case AckDeadLetter:
 		return "dead-letter"
+	case AckCancel:
+		return "cancel"
 	}
 	return "unknown"
 }
@@ -92,8 +98,8 @@ func (k AckKind) String() string {
 type Ack struct {
 	Lease Lease
 	Kind  AckKind
-	// Error is the failure text for AckFail and AckDeadLetter (truncated to
-	// 2,000 bytes).
+	// Error is the failure text for AckFail and AckDeadLetter, the reason
+	// for AckCancel (truncated to 2,000 bytes).
 	Error string
 	// Delay is the snooze for AckSnooze; for AckFail it replaces the
 	// backoff when positive.
@@ -120,8 +126,9 @@ type AckResult struct {
 //
 // Keys: reads each job key (serializable: a concurrent claim of the same
 // job conflicts) and, for short leases, each lane's state once. Complete
-// clears the job key (and its blobs, unique key, lookup index, and sets the
-// outcome of a waitable job); fail, snooze and release clear it and set it
+// and cancel clear the job key (and its blobs, unique key, lookup index,
+// and set the outcome of a waitable job and the finished record of a job
+// with retention: retainTx); fail, snooze and release clear it and set it
 // at its new vesting time (moving the lane's pointer earlier when needed);
 // a dead letter writes what zoneDeadLetterTx lists (deadletter.go).
 func (q *Queue) AckTx(tr kv.Transaction, acks ...Ack) ([]AckResult, error) {
@@ -163,6 +170,9 @@ type plannedAck struct {
 	Ack
 	now   time.Time
 	runAt time.Time // for fail (unless dead), snooze and release
+	// finBytes bounds what a completion or cancel writes for the job's
+	// finished record (retention.go): 0 without retention.
+	finBytes int
 }
 
 func (q *Queue) plan(acks []Ack) []plannedAck {
@@ -181,6 +191,10 @@ func (q *Queue) plan(acks []Ack) []plannedAck {
 			p.runAt = now.Add(a.Delay)
 		case AckRelease:
 			p.runAt = now
+		case AckComplete, AckCancel:
+			if zl := a.Lease.zl; zl != nil {
+				p.finBytes = q.finishedCost(a.Lease.TaskType, &zl.v, a.Error)
+			}
 		}
 		out[i] = p
 	}
@@ -199,7 +213,7 @@ func (q *Queue) checkAck(a Ack) error {
 		return fmt.Errorf("%w: the lease was not returned by Claim", ErrInvalidOption)
 	}
 	switch a.Kind {
-	case AckComplete, AckFail, AckRelease, AckDeadLetter:
+	case AckComplete, AckFail, AckRelease, AckDeadLetter, AckCancel:
 	case AckSnooze:
 		if a.Delay < 0 {
 			return fmt.Errorf("%w: negative snooze %v", ErrInvalidDelay, a.Delay)

@@ -162,7 +162,7 @@ func zinfo(l laneRef, k zjobKey, v *zjobValue, payload []byte, nowMs int64) JobI
 		State: stateOf(v, k.VestMs, nowMs), Lane: k.Lane, RunAt: time.UnixMilli(k.VestMs),
 		Attempt: int(v.Attempt), MaxAttempts: int(v.MaxAttempts), Holder: v.Holder, CreatedAt: created,
 		LastError: v.LastError, UniqueKey: v.UniqueKey, Payload: payload,
-		HasCheckpoint: v.hasCheckpoint(), Waitable: v.Flags&flagWaitable != 0,
+		HasCheckpoint: v.hasCheckpoint(), Waitable: v.Flags&flagWaitable != 0, Errors: v.History,
 	}
 }
 
@@ -233,7 +233,8 @@ func (q *Queue) forgetZone(tr kv.Transaction, info JobInfo) {
 // finds its key gone at its next lease operation (ErrLeaseLost).
 //
 // Keys: read-conflict keys on S (2, "i", id) and the job key; clears both,
-// the job's blobs and its unique key; sets its outcome when Waitable.
+// the job's blobs and its unique key; sets its outcome when Waitable and
+// its finished record when it has retention (retainTx).
 func (q *Queue) cancelZoneTx(tr kv.Transaction, info JobInfo, key []byte) error {
 	r := info.zl
 	if err := tr.AddReadConflictKey(q.zk.indexKey(info.ID)); err != nil {
@@ -248,6 +249,10 @@ func (q *Queue) cancelZoneTx(tr kv.Transaction, info JobInfo, key []byte) error 
 		tr.Clear(q.k.uniqKey(info.TaskType, r.v.UniqueKey))
 	}
 	q.recordOutcome(tr, info.ID, r.v.Flags, OutcomeCancelled, r.v.Attempt, "")
+	q.retainTx(tr, finish{
+		id: info.ID, kind: OutcomeCancelled, taskType: info.TaskType, itemSpace: info.ItemSpace, prio: r.lane.prio,
+		v: &r.v, payload: info.Payload, now: q.Now(),
+	})
 	return nil
 }
 

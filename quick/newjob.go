@@ -35,6 +35,12 @@ type NewJob struct {
 	// written by the transaction that finishes the job; jobs without it pay
 	// nothing. Options.WaitableTypes makes every job of a task type waitable.
 	Waitable bool
+	// Retain overrides its task type's TaskTypeOptions.Retain for this job:
+	// positive keeps its finished record that long after it completes or
+	// is cancelled (at most MaxRetain), negative keeps none, zero follows
+	// the task type. A job with a retention of its own carries it in its
+	// key's value (a few bytes).
+	Retain time.Duration
 }
 
 // Enqueued is the outcome of enqueueing one job.
@@ -81,6 +87,9 @@ func (q *Queue) prepare(now time.Time, in NewJob) (job, error) {
 		if k := q.opts.TaskTypes[in.TaskType].MaxAttempts; k > 0 {
 			j.MaxAttempts = k
 		}
+	}
+	if err := checkRetain(in.Retain); err != nil {
+		return j, err
 	}
 	if len(in.UniqueKey) > MaxUniqueKeyLen {
 		return j, fmt.Errorf("%w: unique key of %d bytes, over %d", ErrInvalidOption, len(in.UniqueKey), MaxUniqueKeyLen)

@@ -187,6 +187,15 @@ type TaskTypeOptions struct {
 	// (Waitable) or the dead letters (ErrNotTrackable otherwise);
 	// docs/design.md has both costs.
 	Untracked bool
+	// Retain keeps a finished record of each of the type's jobs that
+	// completes or is cancelled, for this long after it finishes (at most
+	// MaxRetain): its outcome, attempts, the errors of its last 5 failed
+	// attempts, its times and its payload when it is at most 1 kB. Get
+	// shows it (StateCompleted, StateCancelled) until the cleanup duty of
+	// package worker (PurgeFinished) deletes it. Zero keeps nothing, and
+	// such jobs pay nothing for the feature; NewJob.Retain overrides it per
+	// job. docs/design.md, "Retention of finished jobs", has the cost.
+	Retain time.Duration
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.
@@ -238,6 +247,12 @@ func (o Options) validate() error {
 		}
 		if p.MaxAttempts < 0 {
 			return fmt.Errorf("%w: TaskTypes[%q].MaxAttempts %d is negative", ErrInvalidOption, t, p.MaxAttempts)
+		}
+		if p.Retain < 0 {
+			return fmt.Errorf("%w: TaskTypes[%q].Retain %v is negative", ErrInvalidOption, t, p.Retain)
+		}
+		if err := checkRetain(p.Retain); err != nil {
+			return fmt.Errorf("TaskTypes[%q]: %w", t, err)
 		}
 	}
 	if o.ZoneLanes > maxZoneLanes || o.MaxZoneLanes > maxZoneLanes {

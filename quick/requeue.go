@@ -79,7 +79,8 @@ func (q *Queue) requeueZoneTx(tr kv.Transaction, id ID, rec *record, now time.Ti
 		}
 	}
 	l := laneRef{z: z, prio: prio, lane: laneOfID(id, lanes)}
-	v := zjobValue{MaxAttempts: rec.MaxAttempts, LastError: rec.LastError, Flags: rec.Flags & (flagWaitable | flagTrackable)}
+	v := zjobValue{MaxAttempts: rec.MaxAttempts, LastError: rec.LastError, Flags: rec.Flags & (flagWaitable | flagTrackable),
+		RetainMs: rec.RetainMs, History: rec.History}
 	if q.tracked(rec.TaskType) {
 		v.Flags |= flagTrackable
 	}

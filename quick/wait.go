@@ -32,13 +32,14 @@ const (
 	OutcomePending OutcomeKind = iota
 	// OutcomeCompleted: its handler completed it.
 	OutcomeCompleted
-	// OutcomeDeadLettered: it failed for good (or was cancelled by its
-	// handler) and sits in the dead letters.
+	// OutcomeDeadLettered: it failed for good (or its handler
+	// dead-lettered it) and sits in the dead letters.
 	OutcomeDeadLettered
-	// OutcomeCancelled: Cancel deleted it.
+	// OutcomeCancelled: it was cancelled (Cancel, CancelMatching,
+	// AckCancel, a handler's worker.Cancel).
 	OutcomeCancelled
-	// OutcomeFinished: it finished, but how is not known: it was not
-	// waitable, or its outcome was purged after OutcomeRetention.
+	// OutcomeFinished: it finished, but how is not known: it was neither
+	// waitable nor retained, or its outcome was purged.
 	OutcomeFinished
 )
 
@@ -64,7 +65,7 @@ type Outcome struct {
 	Kind       OutcomeKind
 	FinishedAt time.Time // zero unless recorded
 	Attempts   int       // runs started
-	Error      string    // the last error of a dead-lettered job
+	Error      string    // the last error of a dead-lettered job, a cancel's reason
 }
 
 // Final reports whether the job will not change any more (everything but
@@ -142,12 +143,13 @@ func decodeOutcome(id ID, b []byte) (Outcome, error) {
 // transaction.)
 //
 // Keys: reads S(1,"o",id) (serializable, so a watch set after it sees any
-// later change), and snapshot reads of S(1,"j",id), S(1,"m",id) and
-// S(2,"i",id), all in one round trip.
+// later change), and snapshot reads of S(1,"j",id), S(1,"f",id),
+// S(1,"m",id) and S(2,"i",id), all in one round trip.
 func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 	of := tr.Get(q.outcomeKey(id))
 	snap := tr.Snapshot()
 	rf := snap.Get(q.k.jobKey(id))
+	ff := snap.Get(q.finKey(id))
 	mf := snap.Get(q.k.markKey(id))
 	zf := snap.Get(q.zk.indexKey(id))
 	ov, err := of.Get()
@@ -166,6 +168,18 @@ func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 		return Outcome{}, false, err
 	}
 	if rv == nil {
+		// A retained finished job has its finished record.
+		fv, err := ff.Get()
+		if err != nil {
+			return Outcome{}, false, err
+		}
+		if fv != nil {
+			f, err := decodeFinished(id, fv)
+			if err != nil {
+				return Outcome{}, false, err
+			}
+			return outcomeOfFinished(id, &f), f.Flags&flagWaitable != 0, nil
+		}
 		// A pending zones job has no record: its lookup index entry says
 		// it is there, and whether it is waitable.
 		zv, err := zf.Get()
@@ -207,8 +221,11 @@ func (q *Queue) outcomeTx(tr kv.Transaction, id ID) (Outcome, bool, error) {
 // A finished zones job that was not waitable (or whose outcome was purged)
 // has nothing left to tell: ErrNotTrackable, as for an unknown ID.
 //
-// Cost: one transaction of four point reads in one round trip (outcome,
-// record, enqueue marker, lookup index).
+// A job with retention (TaskTypeOptions.Retain) tells its outcome from its
+// finished record while it is kept, waitable or not.
+//
+// Cost: one transaction of five point reads in one round trip (outcome,
+// dead letter's record, finished record, enqueue marker, lookup index).
 func (q *Queue) Outcome(ctx context.Context, id ID) (Outcome, error) {
 	var o Outcome
 	err := q.db.Transact(ctx, func(tr kv.Transaction) error {
@@ -230,7 +247,7 @@ func (q *Queue) Outcome(ctx context.Context, id ID) (Outcome, error) {
 // A pending job of an Untracked task type cannot be found by ID:
 // ErrNotTrackable (which wraps ErrNotFound).
 //
-// Cost per round: one transaction (a read version, four point reads and
+// Cost per round: one transaction (a read version, five point reads and
 // one watch, which FDB counts against its per-client watch limit of 10,000
 // by default: a process cannot wait on more jobs than that at once). A job
 // that finishes while waited on takes two rounds.

@@ -142,9 +142,9 @@ func ExampleWork() {
 	res = quicktest.WorkJob(ctx, t, q, h, res.Job.ID, nil) // its retry, now
 	fmt.Println(res.Event, res.Job.State)
 	res = quicktest.Work(ctx, t, q, h, Welcome{}, nil)
-	fmt.Println(res.Event, res.Job.State, res.Job.LastError)
+	fmt.Println(res.Event, res.Job.State, res.Err)
 	// Output:
 	// failed mail server busy scheduled
 	// completed finished
-	// dead-lettered dead no user
+	// cancelled cancelled worker: cancel: no user
 }

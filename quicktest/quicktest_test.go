@@ -219,7 +219,7 @@ func TestWorkOutcomes(t *testing.T) {
 		{"complete", func(context.Context, *worker.Job[Email]) error { return nil }, quicktest.EventCompleted, quick.StateFinished},
 		{"fail", func(context.Context, *worker.Job[Email]) error { return errors.New("smtp down") }, quicktest.EventFailed, quick.StateScheduled},
 		{"snooze", func(context.Context, *worker.Job[Email]) error { return worker.Snooze(time.Minute) }, quicktest.EventSnoozed, quick.StateScheduled},
-		{"cancel", func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, quicktest.EventDeadLettered, quick.StateDead},
+		{"cancel", func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, quicktest.EventCancelled, quick.StateCancelled},
 		{"complete-with", func(ctx context.Context, j *worker.Job[Email]) error {
 			return j.CompleteWith(ctx, func(tr kv.Transaction) error { tr.Set([]byte("sent/"+j.Args.To), nil); return nil })
 		}, quicktest.EventCompleted, quick.StateFinished},
@@ -234,6 +234,22 @@ func TestWorkOutcomes(t *testing.T) {
 				t.Fatalf("attempt %d, want 1", res.Lease.Attempt)
 			}
 		})
+	}
+}
+
+// With retention (here the insert's own, InsertOpts.Retain) the job after
+// the run is its finished record: completed, or cancelled with its reason.
+func TestWorkOutcomesRetained(t *testing.T) {
+	q, _ := newQueue(t)
+	ctx := context.Background()
+	opts := &quicktest.WorkOpts{Insert: &quick.InsertOpts{Retain: time.Hour}}
+	done := quicktest.Work(ctx, t, q, func(context.Context, *worker.Job[Email]) error { return nil }, Email{To: "a"}, opts)
+	if done.Event != quicktest.EventCompleted || done.Job.State != quick.StateCompleted || done.Job.Attempt != 1 {
+		t.Fatalf("completed run: %s, %+v", done.Event, done.Job)
+	}
+	c := quicktest.Work(ctx, t, q, func(context.Context, *worker.Job[Email]) error { return worker.Cancel("bad address") }, Email{To: "b"}, opts)
+	if c.Event != quicktest.EventCancelled || c.Job.State != quick.StateCancelled || c.Job.LastError != "bad address" {
+		t.Fatalf("cancelled run: %s, %+v", c.Event, c.Job)
 	}
 }
 

@@ -25,9 +25,13 @@ const (
 	EventFailed Event = "failed"
 	// EventSnoozed: the handler returned worker.Snooze.
 	EventSnoozed Event = "snoozed"
-	// EventDeadLettered: the handler returned worker.Cancel, its arguments
-	// did not decode, or it called DeadLetterWith.
+	// EventDeadLettered: the handler's arguments did not decode, it
+	// called DeadLetterWith, or it failed its last attempt.
 	EventDeadLettered Event = "dead-lettered"
+	// EventCancelled: the handler returned worker.Cancel: the job is
+	// cancelled, not a dead letter (WorkResult.Job.State is
+	// StateCancelled).
+	EventCancelled Event = "cancelled"
 	// EventLeaseLost: the handler's lease operation found the lease gone
 	// (the job was cancelled or taken meanwhile).
 	EventLeaseLost Event = "lease-lost"
@@ -55,7 +59,11 @@ type WorkResult struct {
 	Err error
 	// Lease is the lease the handler was given.
 	Lease quick.Lease
-	// Job is the job after the run; State is StateFinished once it is gone.
+	// Job is the job after the run, as Get tells it: StateCompleted or
+	// StateCancelled with its finished record when its task type retains
+	// it (quick.TaskTypeOptions.Retain); once it is gone without one,
+	// StateCancelled for a cancelled job and StateFinished for a completed
+	// one.
 	Job quick.JobInfo
 	// RunAt is when a failed or snoozed job runs next.
 	RunAt time.Time
@@ -130,6 +138,8 @@ func WorkJob[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h work
 	out := &WorkResult{Err: herr, Lease: l, RunAt: ackRes.RunAt}
 	info, err := q.Get(ctx, id)
 	switch {
+	case quick.IsNotFound(err) && kind == quick.AckCancel:
+		info = quick.JobInfo{ID: id, State: quick.StateCancelled}
 	case quick.IsNotFound(err):
 		info = quick.JobInfo{ID: id, State: quick.StateFinished}
 	case err != nil:
@@ -153,11 +163,15 @@ func WorkJob[T quick.JobArgs](ctx context.Context, tb TB, q *quick.Queue, h work
 		out.Event = EventSnoozed
 	case quick.AckDeadLetter:
 		out.Event = EventDeadLettered
+	case quick.AckCancel:
+		out.Event = EventCancelled
 	default: // the handler ended the job itself, or lost its lease
 		switch {
 		case quick.IsLeaseLost(herr):
 			out.Event = EventLeaseLost
-		case info.State == quick.StateFinished:
+		case info.State == quick.StateCancelled:
+			out.Event = EventCancelled
+		case info.State.Done():
 			out.Event = EventCompleted
 		case info.State == quick.StateDead:
 			out.Event = EventDeadLettered

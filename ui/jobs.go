@@ -128,8 +128,8 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, http.StatusBadRequest, err)
 			return
 		}
-		if st == quick.StateFinished {
-			h.fail(w, r, http.StatusBadRequest, errors.New("finished jobs are gone from the queue: look one up by ID"))
+		if st.Done() {
+			h.fail(w, r, http.StatusBadRequest, errors.New("finished jobs are not listed: look one up by ID"))
 			return
 		}
 	}
@@ -259,6 +259,9 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		d.Cancelable, d.Requeueable = true, true
 	case quick.StateFinished:
 		d.Where = "gone from the queue: completed or cancelled; its enqueue marker is kept for the idempotency window"
+	case quick.StateCompleted, quick.StateCancelled:
+		d.Where = fmt.Sprintf("finished (%s) at %s; its record is kept until %s (its task type's retention)",
+			j.State, j.FinishedAt.UTC().Format("2006-01-02 15:04:05.000Z"), j.ExpiresAt.UTC().Format("2006-01-02 15:04:05.000Z"))
 	}
 	if name, ok := strings.CutPrefix(j.UniqueKey, "cron:"); ok {
 		d.CronName = name

@@ -13,7 +13,7 @@
 //
 // A handler's outcome maps onto the queue's acks: nil completes the job, an
 // error fails it (the queue retries it after a backoff), Snooze(d) snoozes
-// it, Cancel(reason) dead-letters it, and a panic is a failure whose text
+// it, Cancel(reason) cancels it (quick.AckCancel: not a dead letter), and a panic is a failure whose text
 // carries the stack. A handler whose work is FDB writes can commit them with
 // the job's completion in one transaction (Job.CompleteWith).
 //

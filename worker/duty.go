@@ -87,8 +87,10 @@ func (w *Worker) AddDuty(d Duty) error {
 
 // builtinDuties are the queue's own cleanup: the enqueue markers past the
 // idempotency window (one range clear), the presence records of workers
-// gone without a graceful stop (purgePresence), and per registered task
-// type the
+// gone without a graceful stop (purgePresence), the finished records whose
+// retention ended (quick.PurgeFinished: 500 a transaction, at most
+// purgeFinishedLimit a pass; nothing to read when no task type retains
+// jobs), and per registered task type the
 // dead letters beyond Options.DeadRetention (quick.PurgeDead: 500 keys a
 // transaction, at most purgeDeadLimit a pass).
 func (w *Worker) builtinDuties() []Duty {
@@ -110,6 +112,17 @@ func (w *Worker) builtinDuties() []Duty {
 			return DutyReport{Count: int64(n), Detail: "stale worker presence records cleared"}, err
 		},
 	})
+	out = append(out, Duty{
+		Name: "purge-finished", Every: defaultDutyEvery,
+		Run: func(ctx context.Context) (DutyReport, error) {
+			p, err := q.PurgeFinished(ctx, purgeFinishedLimit)
+			d := "finished records past their retention purged"
+			if p.Quarantined > 0 {
+				d += fmt.Sprintf("; %d entries that did not decode quarantined", p.Quarantined)
+			}
+			return DutyReport{Count: int64(p.Purged + p.Quarantined), Detail: d}, err
+		},
+	})
 	for _, r := range w.runners {
 		taskType := r.taskType
 		out = append(out, Duty{
@@ -125,6 +138,10 @@ func (w *Worker) builtinDuties() []Duty {
 
 // purgeDeadLimit bounds one pass of a purge-dead duty (20 transactions).
 const purgeDeadLimit = 10_000
+
+// purgeFinishedLimit bounds one pass of the purge-finished duty (20
+// transactions).
+const purgeFinishedLimit = 10_000
 
 // dutyNameOf maps a task type into the duty name alphabet: the type itself
 // when it fits, otherwise its letters that fit and a hash of the whole, so

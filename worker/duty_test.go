@@ -79,7 +79,7 @@ func TestBuiltinDutiesPurgeDeadLettersAndMarkers(t *testing.T) {
 	e := newEnv(t, quick.Options{DeadRetention: quick.Retention{MaxCount: 2}})
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "doomed", func(ctx context.Context, j *RawJob) error {
-			return Cancel("doomed")
+			return j.DeadLetterWith(ctx, "doomed", nil)
 		}, HandlerOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -48,14 +48,18 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("worker: snooze %v", e
 // (quick.AckSnooze): it runs again after d, and the attempt is not counted.
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
 
-// CancelError is what Cancel returns: the handler's job goes to the dead
-// letters at once, with Reason as its last error.
+// CancelError is what Cancel returns: the handler's job ends at once as
+// cancelled (not a dead letter), with Reason as its last error.
 type CancelError struct {
 	Reason string
 }
 
 func (e *CancelError) Error() string { return "worker: cancel: " + e.Reason }
 
-// Cancel returns an error that, returned by a handler, dead-letters its job
-// now (quick.AckDeadLetter) instead of retrying it.
+// Cancel returns an error that, returned by a handler, cancels its job now
+// (quick.AckCancel) instead of retrying it: the job is deleted, or kept as
+// a finished record in state quick.StateCancelled when its retention says
+// so (quick.TaskTypeOptions.Retain); a waiter's outcome is
+// quick.OutcomeCancelled. To keep a job for a requeue, dead-letter it
+// (Job.DeadLetterWith) instead.
 func Cancel(reason string) error { return &CancelError{Reason: reason} }

@@ -81,7 +81,7 @@ type RawJob = Job[[]byte]
 
 // Handler runs one job. Return nil to complete it, an error to fail it (it
 // is retried after the queue's backoff), Snooze(d) to run it again after d,
-// or Cancel(reason) to dead-letter it. ctx is cancelled when the lease is
+// or Cancel(reason) to cancel it (not a dead letter). ctx is cancelled when the lease is
 // lost (cause quick.ErrLeaseLost), when the handler outlives its Timeout
 // (ErrHandlerTimeout) or Config.ShutdownTimeout on Stop (ErrShutdown), and
 // on a simulated crash (ErrKilled); context.Cause tells which.

@@ -218,7 +218,7 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 		return false
 	}
 	if kind == quick.AckComplete {
-		return quick.IsNotFound(err) || (err == nil && info.State == quick.StateFinished)
+		return quick.IsNotFound(err) || (err == nil && info.State.Done())
 	}
 	// The stored error is the reason, possibly truncated.
 	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&
@@ -293,7 +293,7 @@ func ackFor(l quick.Lease, o HandlerOptions, err error) (ack quick.Ack, lost boo
 	case errors.As(err, &snooze):
 		ack.Kind, ack.Delay = quick.AckSnooze, snooze.Delay
 	case errors.As(err, &cancel):
-		ack.Kind, ack.Error = quick.AckDeadLetter, cancel.Reason
+		ack.Kind, ack.Error = quick.AckCancel, cancel.Reason
 	case errors.As(err, &dec):
 		ack.Kind, ack.Error = quick.AckDeadLetter, dec.Error()
 	case quick.IsLeaseLost(err):
@@ -339,6 +339,8 @@ func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
 		w.count(r, kindSnoozed, 1)
 	case quick.AckDeadLetter:
 		w.count(r, kindDeadLettered, 1)
+	case quick.AckCancel:
+		w.count(r, kindCancelled, 1)
 	case quick.AckRelease:
 		w.count(r, kindReleased, 1)
 	}

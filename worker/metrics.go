@@ -21,6 +21,7 @@ const (
 	kindLeaseLost
 	kindPanic
 	kindConflict
+	kindCancelled
 	numKinds
 )
 
@@ -34,6 +35,7 @@ var counterNames = [numKinds]struct{ name, desc string }{
 	kindLeaseLost:    {"quickfdb.worker.lease_losses", "Leases this worker lost while running their jobs."},
 	kindPanic:        {"quickfdb.worker.panics", "Handler panics recovered."},
 	kindConflict:     {"quickfdb.worker.conflicts", "Races lost to other transactions (not_committed, or a job claimed by another worker)."},
+	kindCancelled:    {"quickfdb.worker.jobs.cancelled", "Jobs their handlers cancelled (worker.Cancel)."},
 }
 
 type metrics struct {
@@ -113,6 +115,8 @@ func (w *Worker) count(r *runner, k counterKind, n int64) {
 		s.panics.Add(n)
 	case kindConflict:
 		s.conflicts.Add(n)
+	case kindCancelled:
+		s.cancelled.Add(n)
 	}
 	w.met.counters[k].Add(context.Background(), n, r.attr())
 }

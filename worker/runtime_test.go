@@ -304,8 +304,10 @@ func panickyHandler(ctx context.Context, j *RawJob) error {
 	return nil
 }
 
+// worker.Cancel cancels (issue 26): the job is not a dead letter, and its
+// retention keeps it as cancelled with the reason.
 func TestSnoozeCancelAndFailure(t *testing.T) {
-	e := newEnv(t, quick.Options{})
+	e := newEnv(t, quick.Options{TaskTypes: map[string]quick.TaskTypeOptions{"mixed": {Retain: time.Hour}}})
 	w := e.newWorker(Config{}, func(w *Worker) {
 		if err := RegisterRaw(w, "mixed", func(ctx context.Context, j *RawJob) error {
 			switch string(j.Args) {
@@ -327,13 +329,16 @@ func TestSnoozeCancelAndFailure(t *testing.T) {
 	e.start(w)
 	e.waitFor("three acks", func() bool {
 		s := w.Stats()
-		return s.Snoozed == 1 && s.DeadLettered == 1 && s.Failed == 1
+		return s.Snoozed == 1 && s.Cancelled == 1 && s.Failed == 1
 	})
+	if s := w.Stats(); s.DeadLettered != 0 {
+		t.Fatalf("stats %+v: a cancel counted as a dead letter", s)
+	}
 	sn := e.get(res[0].ID)
 	if sn.State != quick.StateScheduled || sn.Attempt != 0 || !sn.RunAt.Equal(epoch.Add(time.Hour)) {
 		t.Fatalf("snoozed job %+v", sn)
 	}
-	if c := e.get(res[1].ID); c.State != quick.StateDead || c.LastError != "not wanted" {
+	if c := e.get(res[1].ID); c.State != quick.StateCancelled || c.LastError != "not wanted" || len(c.Errors) != 1 || c.Errors[0].Attempt != 1 {
 		t.Fatalf("cancelled job %+v", c)
 	}
 	if f := e.get(res[2].ID); f.State != quick.StateScheduled || f.Attempt != 1 || f.LastError != "plain failure" {

@@ -460,7 +460,8 @@ type Stats struct {
 	Claimed      int64 // jobs claimed
 	Completed    int64 // jobs completed (acks and CompleteWith)
 	Failed       int64 // failures acked (including those that exhausted their attempts)
-	DeadLettered int64 // jobs dead-lettered (Cancel, decode failures, exhausted attempts, DeadLetterWith)
+	DeadLettered int64 // jobs dead-lettered (decode failures, exhausted attempts, DeadLetterWith)
+	Cancelled    int64 // jobs their handlers cancelled (Cancel)
 	Snoozed      int64
 	Released     int64 // jobs handed back by a graceful stop or a stop during a claim
 	LeaseLost    int64 // jobs whose lease this worker lost: not acked by it
@@ -482,6 +483,7 @@ type Stats struct {
 type statCounters struct {
 	claimed, completed, failed, deadLettered, snoozed, released, leaseLost, panics, conflicts atomic.Int64
 	claimBatches, emptyClaims, ackBatches, extensions, refused, wakeups, ackErrors            atomic.Int64
+	cancelled                                                                                 atomic.Int64
 }
 
 // Stats returns the worker's counts.
@@ -493,6 +495,6 @@ func (w *Worker) Stats() Stats {
 		LeaseLost: s.leaseLost.Load(), Panics: s.panics.Load(), Conflicts: s.conflicts.Load(),
 		ClaimBatches: s.claimBatches.Load(), EmptyClaims: s.emptyClaims.Load(), AckBatches: s.ackBatches.Load(),
 		Extensions: s.extensions.Load(), Refused: s.refused.Load(), Wakeups: s.wakeups.Load(),
-		AckErrors: s.ackErrors.Load(), Running: int64(w.running()),
+		AckErrors: s.ackErrors.Load(), Running: int64(w.running()), Cancelled: s.cancelled.Load(),
 	}
 }

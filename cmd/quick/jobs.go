@@ -128,8 +128,8 @@ func (a *app) jobsList(c *cli.Context) error {
 		if st == quick.StateDead {
 			return errors.New("--state dead: dead letters are listed by `quick dead list`")
 		}
-		if st == quick.StateFinished {
-			return errors.New("--state finished: finished jobs are gone; only `quick jobs show ID` can tell one finished")
+		if st.Done() {
+			return fmt.Errorf("--state %s: finished jobs are not listed; `quick jobs show ID` tells one finished", st)
 		}
 		opts.State = st
 	}
@@ -259,6 +259,13 @@ func (a *app) showJob(w io.Writer, j quick.JobInfo) {
 	switch j.State {
 	case quick.StateDead:
 		row(tw, "dead since", fmt.Sprintf("%s (%s)", fmtTime(j.DeadAt), fmtRel(j.DeadAt, now)))
+	case quick.StateCompleted, quick.StateCancelled:
+		// A retained finished job (quick.TaskTypeOptions.Retain).
+		if !j.StartedAt.IsZero() {
+			row(tw, "started", fmt.Sprintf("%s (%s)", fmtTime(j.StartedAt), fmtRel(j.StartedAt, now)))
+		}
+		row(tw, "finished", fmt.Sprintf("%s (%s)", fmtTime(j.FinishedAt), fmtRel(j.FinishedAt, now)))
+		row(tw, "kept until", fmt.Sprintf("%s (%s)", fmtTime(j.ExpiresAt), fmtRel(j.ExpiresAt, now)))
 	case quick.StateLeased:
 		row(tw, "lane", j.Lane)
 		row(tw, "lease until", fmt.Sprintf("%s (%s)", fmtTime(j.RunAt), fmtRel(j.RunAt, now)))
@@ -273,7 +280,13 @@ func (a *app) showJob(w io.Writer, j quick.JobInfo) {
 	row(tw, "item space", dash(j.ItemSpace))
 	row(tw, "checkpoint", map[bool]string{true: "yes", false: "no"}[j.HasCheckpoint])
 	row(tw, "last error", dash(oneLine(j.LastError, 200)))
+	for _, e := range j.Errors {
+		row(tw, fmt.Sprintf("error, attempt %d", e.Attempt), fmt.Sprintf("%s: %s", fmtTime(e.At), oneLine(e.Error, 200)))
+	}
 	switch {
+	case j.State.Done() && j.PayloadSize > len(j.Payload):
+		row(tw, "payload", fmt.Sprintf("%d bytes, not kept (a finished job keeps up to 1 kB)", j.PayloadSize))
+		tw.Flush()
 	case len(j.Payload) == 0:
 		row(tw, "payload", "(empty)")
 		tw.Flush()
@@ -297,8 +310,8 @@ func (a *app) jobsCancel(c *cli.Context) error {
 		return err
 	}
 	id := j.ID
-	if j.State == quick.StateFinished {
-		return fmt.Errorf("job %s already finished (completed or cancelled): nothing to cancel", id)
+	if j.State.Done() {
+		return fmt.Errorf("job %s already finished (%s): nothing to cancel", id, j.State)
 	}
 	what := fmt.Sprintf("Cancel job %s (%s, %s, %s)? It is deleted with its payload.", id, j.TaskType, j.State, j.Priority)
 	if j.State == quick.StateLeased {
@@ -354,8 +367,8 @@ func (a *app) requeue(c *cli.Context, ids []quick.ID) error {
 			return fmt.Errorf("job %s is already ready (vested %s, attempt %s): nothing to retry, a worker will take it", id, fmtRel(j.RunAt, now), attempts(j))
 		case quick.StateLeased:
 			return fmt.Errorf("job %s is running (leased by %s until %s): nothing to retry", id, dash(j.Holder), fmtTime(j.RunAt))
-		case quick.StateFinished:
-			return fmt.Errorf("job %s already finished (completed or cancelled): nothing to retry", id)
+		case quick.StateFinished, quick.StateCompleted, quick.StateCancelled:
+			return fmt.Errorf("job %s already finished (%s): nothing to retry", id, j.State)
 		}
 		if err := q.Requeue(c.Context, id); err != nil {
 			return err

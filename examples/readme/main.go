@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/fdbkv"
@@ -62,6 +63,18 @@ func enqueueInFDBTx(q *quick.Queue, tr any) (any, error) {
 	_, err = q.InsertTx(ktr, SendEmail{To: "ada@example.com", Subject: "Welcome"}, nil)
 	return nil, err
 	// readme:end
+}
+
+// openRetaining is the README's retention: completed and cancelled
+// send_email jobs are kept a day.
+func openRetaining(ctx context.Context, db kv.Database, space tuple.Subspace) (*quick.Queue, error) {
+	// readme:begin retention
+	q, err := quick.Open(ctx, db, space, quick.Options{
+		TaskTypes: map[string]quick.TaskTypeOptions{"send_email": {Retain: 24 * time.Hour}},
+	})
+	// per job: quick.NewJob{..., Retain: time.Hour}, or InsertOpts{Retain: -1} to keep none
+	// readme:end
+	return q, err
 }
 
 // signUp is the README's enqueue: the user's row and the welcome email's
