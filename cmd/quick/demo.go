@@ -283,14 +283,18 @@ func (a *app) demo(c *cli.Context) error {
 	kill := c.Bool("kill") && nWorkers > 1
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
 
-	out, progress := a.d.Stdout, a.d.Stdout
+	// The workers' logger (--verbose), the snapshot saver and the progress
+	// lines all write stderr, from their own goroutines: one lock keeps a
+	// writer that is not safe for concurrent use (a test's buffer) whole.
+	stderr := &lockedWriter{w: a.d.Stderr}
+	out, progress := a.d.Stdout, io.Writer(a.d.Stdout)
 	if f == formatJSON {
-		progress = a.d.Stderr // JSON gets the summary alone
+		progress = stderr // JSON gets the summary alone
 	}
 	tty := f == formatTable && a.d.IsTerminal(out)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if c.Bool("verbose") {
-		logger = slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
 	// One embedded database; the workers' and producer's operations are
@@ -319,7 +323,7 @@ func (a *app) demo(c *cli.Context) error {
 	var saver *snapshotSaver
 	if savePath != "" {
 		saver = startSnapshotSaver(mem, savePath, "quick demo", "demo", clk, func(err error) {
-			fmt.Fprintf(a.d.Stderr, "quick demo: cannot save the queue for --snapshot (the demo goes on): %v\n", err)
+			fmt.Fprintf(stderr, "quick demo: cannot save the queue for --snapshot (the demo goes on): %v\n", err)
 		})
 		defer func() {
 			if saver != nil {
@@ -520,7 +524,7 @@ func (a *app) demo(c *cli.Context) error {
 		err := saver.Stop()
 		saver = nil
 		if err != nil {
-			fmt.Fprintf(a.d.Stderr, "quick demo: cannot save the queue for --snapshot: %v\n", err)
+			fmt.Fprintf(stderr, "quick demo: cannot save the queue for --snapshot: %v\n", err)
 		} else {
 			sum.Snapshot = savePath
 		}
@@ -777,4 +781,16 @@ func shellQuote(p string) string {
 		}
 	}
 	return p
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
