@@ -9,7 +9,8 @@ import (
 )
 
 // PeriodicJob is a recurring job declared on a worker, River's PeriodicJob
-// on quickfdb's chains: its schedule and its handler in one value, so a
+// on quickfdb's chains: its schedule and its handler in one value (built
+// with NewPeriodicJob for a handler of typed args), so a
 // service declares its recurring work where it builds its worker and
 // nothing else has to remember to register schedules or run a repairer.
 type PeriodicJob struct {
@@ -23,6 +24,10 @@ type PeriodicJob struct {
 	HandlerTx TxHandler
 	// Options are the handler's options (concurrency, lease, timeout).
 	Options worker.HandlerOptions
+
+	// err is what NewPeriodicJob found wrong with a typed declaration;
+	// Periodic returns it.
+	err error
 }
 
 // Periodic declares periodic jobs on w, before w.Run: it registers each
@@ -54,6 +59,9 @@ func Periodic(ctx context.Context, w *worker.Worker, jobs ...PeriodicJob) error 
 	seen := map[string]string{} // task type -> schedule name
 	for i := range jobs {
 		j := &jobs[i]
+		if j.err != nil {
+			return j.err
+		}
 		if j.Schedule.TaskType == "" {
 			j.Schedule.TaskType = j.Schedule.Name
 		}

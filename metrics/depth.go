@@ -57,6 +57,11 @@ type DepthReporter struct {
 	depth  metric.Int64ObservableGauge
 	age    metric.Float64ObservableGauge
 	tenant metric.Int64ObservableGauge
+	// running and limit: the top tenants' running jobs against their
+	// limits (quick.TenantDepth.Running, Limits), for the tenants that
+	// have one.
+	running metric.Int64ObservableGauge
+	limit   metric.Float64ObservableGauge
 
 	mu      sync.Mutex
 	until   time.Time // end of our lease, zero if not held
@@ -75,8 +80,11 @@ type depthSample struct {
 // task_type, state: ready, leased, scheduled, dead; exact),
 // quickfdb.queue.oldest_ready_age (seconds) and quickfdb.queue.tenant_depth
 // (attributes task_type, item_space, state: ready, leased, scheduled;
-// exact; the TopTenants tenants with the most ready jobs) with mp. Run
-// measures.
+// exact; the TopTenants tenants with the most ready jobs),
+// quickfdb.queue.tenant_running (task_type, item_space: jobs holding a slot
+// of the tenant's concurrency limit) and quickfdb.queue.tenant_limit
+// (task_type, item_space, limit: concurrency, rate, weight), both only for
+// those top tenants that have limits, with mp. Run measures.
 func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, error) {
 	if o.Queue == nil || o.Holder == "" {
 		return nil, errors.New("metrics: DepthOptions need a Queue and a Holder")
@@ -111,7 +119,17 @@ func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, 
 		metric.WithUnit("{job}")); err != nil {
 		return nil, err
 	}
-	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant); err != nil {
+	if r.running, err = meter.Int64ObservableGauge("quickfdb.queue.tenant_running",
+		metric.WithDescription("Jobs holding a slot of their tenant's concurrency limit, per task type and tenant (item_space), for the top tenants that have a limit."),
+		metric.WithUnit("{job}")); err != nil {
+		return nil, err
+	}
+	if r.limit, err = meter.Float64ObservableGauge("quickfdb.queue.tenant_limit",
+		metric.WithDescription("A top tenant's limits, per task type, tenant (item_space) and limit (concurrency in jobs, rate in starts a second, weight)."),
+	); err != nil {
+		return nil, err
+	}
+	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant, r.running, r.limit); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -146,6 +164,7 @@ func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
 			}{{"ready", td.Ready}, {"leased", td.Leased}, {"scheduled", td.Scheduled}} {
 				o.ObserveInt64(r.tenant, int64(st.n), metric.WithAttributes(tt, is, attribute.String("state", st.name), ex))
 			}
+			observeLimits(o, r.running, r.limit, tt, is, td)
 		}
 	}
 	return nil
@@ -285,4 +304,20 @@ func decodeLease(b []byte) (string, time.Time, error) {
 		}
 	}
 	return holder, time.UnixMilli(int64(ms)), nil
+}
+
+// observeLimits reports one top tenant's running jobs and limits, when it
+// has any: a tenant without limits adds no series.
+func observeLimits(o metric.Observer, running metric.Int64ObservableGauge, limit metric.Float64ObservableGauge, tt, is attribute.KeyValue, td quick.TenantDepth) {
+	l := td.Limits
+	if l.Concurrency > 0 {
+		o.ObserveInt64(running, td.Running, metric.WithAttributes(tt, is))
+		o.ObserveFloat64(limit, float64(l.Concurrency), metric.WithAttributes(tt, is, attribute.String("limit", "concurrency")))
+	}
+	if l.Rate > 0 {
+		o.ObserveFloat64(limit, l.Rate, metric.WithAttributes(tt, is, attribute.String("limit", "rate")))
+	}
+	if l.Weight > 0 {
+		o.ObserveFloat64(limit, float64(l.Weight), metric.WithAttributes(tt, is, attribute.String("limit", "weight")))
+	}
 }

@@ -16,7 +16,8 @@ import (
 // short-job task type, the lane's state and hand-out mark (serializable,
 // vestAfterHandout); for a lease found lost after an attempt
 // that may have committed, the record S (1, "j", id) (snapshot) and the key
-// the ack planned. Writes: see the top of this file.
+// the ack planned; for leases claimed under a tenant's concurrency limit,
+// those of slotAcks (limitgate.go). Writes: see the top of this file.
 func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool) ([]AckResult, error) {
 	var holds zholds
 	for _, a := range acks {
@@ -34,6 +35,8 @@ func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool)
 			recs[i] = tr.Snapshot().Get(q.k.jobKey(a.Lease.ID))
 		}
 	}
+	var sa slotAcks // tenant concurrency slots (limitgate.go)
+	sa.read(q, tr, acks)
 	var c coverer
 	out := make([]AckResult, len(acks))
 	for i, a := range acks {
@@ -58,12 +61,18 @@ func (q *Queue) zackTx(tr kv.Transaction, acks []plannedAck, prevApplied []bool)
 		if err != nil {
 			return nil, err
 		}
+		if err := sa.held(q, tr, i, a); err != nil {
+			return nil, err
+		}
 		if !res.RunAt.IsZero() {
 			// Where the job went (vestAfterHandout may move it later):
 			// a retry after an unknown commit looks for it there.
 			acks[i].runAt = res.RunAt
 		}
 		out[i] = res
+	}
+	if err := sa.finish(q, tr, acks[0].now.UnixMilli()); err != nil {
+		return nil, err
 	}
 	if err := q.applyCover(tr, &c, acks[0].now.UnixMilli()); err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quickfdb/quickfdb/kv"
 )
 
@@ -46,6 +48,10 @@ type InsertOpts struct {
 	UniqueKey string
 	// Waitable records the job's outcome; set in the defaults or the call.
 	Waitable bool
+	// Trace is the span context stored with the job; see NewJob.Trace.
+	// Insert takes it from its context when unset. Never taken from
+	// defaults.
+	Trace trace.SpanContext
 	// Retain overrides the task type's retention; see NewJob.Retain.
 	Retain time.Duration
 }
@@ -54,6 +60,7 @@ type InsertOpts struct {
 func (d InsertOpts) merge(call InsertOpts) InsertOpts {
 	out := d
 	out.ID = call.ID
+	out.Trace = call.Trace
 	if call.Priority != 0 {
 		out.Priority = call.Priority
 	}
@@ -101,12 +108,12 @@ func ArgsJob(args JobArgs, opts *InsertOpts) (NewJob, error) {
 	if opts != nil {
 		o = o.merge(*opts)
 	} else {
-		o.ID = ID{}
+		o.ID, o.Trace = ID{}, trace.SpanContext{}
 	}
 	return NewJob{
 		ID: o.ID, TaskType: args.Kind(), Payload: b, Priority: o.Priority,
 		RunAt: o.RunAt, Delay: o.Delay, ItemSpace: o.ItemSpace, MaxAttempts: o.MaxAttempts,
-		UniqueKey: o.UniqueKey, Waitable: o.Waitable, Retain: o.Retain,
+		UniqueKey: o.UniqueKey, Waitable: o.Waitable, Retain: o.Retain, Trace: o.Trace,
 	}, nil
 }
 

@@ -95,6 +95,14 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // time, and the lane state and pointer written or cleared (releaseLane).
 // In short-job mode, takeShort's keys instead; and a takeover of a lapsed
 // short-job lease first those of countLapsedShort.
+//
+// Tenant limits (limits.go, limitgate.go): once a second per process and
+// task type, a snapshot range read of S (1, "tl", type) beside the index's
+// reads; for a tenant with a concurrency limit or a rate, the reads of
+// gateRead beside the lane's (its running count, first slots, rate state),
+// and the writes of commit (a slot per job, the count, the rate state), or,
+// when the tenant may start nothing, of park instead of the lane's. A
+// weight only shapes the pick (pickIndex).
 func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	q := c.q
 	opts, err := q.claimDefaults(opts)
@@ -211,6 +219,9 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 	if o.Peek == 0 {
 		o.Peek = defaultPeek
 	}
+	if err := checkFrom(o); err != nil {
+		return o, err
+	}
 	if p := o.Lane; p != nil {
 		if p.token == 0 || p.lane.z.space.Bytes() == nil {
 			return o, fmt.Errorf("%w: the Lane was not returned by a claim", ErrInvalidOption)
@@ -285,6 +296,12 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 	var res Claimed
 	var p LaneLease
 	var read *laneRead // the lane's keys, read beside its state by acquire
+	// The tenant's limits (limitgate.go): g gates the claim when the
+	// tenant has a concurrency or rate limit; its reads go beside the
+	// lane's.
+	vl := q.loadView(tr, opts.TaskType, now)
+	var g *gate
+	var lim Limits
 	if opts.Lane != nil {
 		p = *opts.Lane
 		if !p.Short || p.Lapsed {
@@ -292,6 +309,15 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			// its state, one round trip instead of two per claim of a
 			// drain (takeShort reads from the holder's cursor instead).
 			read = q.readLane(tr, opts, p.lane, false, now)
+		}
+		if view := vl.get(); vl.err != nil {
+			return res, vl.err
+		} else if !view.none() {
+			var err error
+			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
+				return res, errGated(p.ItemSpace, err)
+			}
+			g = q.gateRead(tr, lim, p.lane)
 		}
 		s, err := q.checkHold(tr, &p)
 		if err != nil {
@@ -320,8 +346,44 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		var found bool
 		var nextMs int64
 		var err error
-		pre := func(l laneRef) *laneRead { return q.readLane(tr, opts, l, short, now) }
-		p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, opts.Peek, opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre)
+		var preErr error
+		pre := func(l laneRef) *laneRead {
+			s := short
+			if view := vl.get(); !view.none() {
+				if lim, preErr = q.effectiveLimits(tr, view, l); preErr == nil {
+					// A tenant under a concurrency limit runs with per-job
+					// leases, whose slots follow them.
+					s = s && lim.concurrency() == 0
+					g = q.gateRead(tr, lim, l)
+				}
+			}
+			return q.readLane(tr, opts, l, s, now)
+		}
+		if opts.From != nil {
+			// A lane a scan saw (scan.go): no index read.
+			p, found, read, err = q.acquireCandidate(tr, opts, short, now, pre)
+		} else {
+			var more *[]pointerEntry
+			var seen []pointerEntry
+			if opts.Scan > 0 {
+				more = &seen
+			}
+			p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, scanPeek(opts), opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, vl.get, more)
+			if found && opts.Scan > 0 {
+				res.Candidates = candidatesOf(opts.TaskType, seen, p.lane, opts.Scan)
+			}
+		}
+		vl.get() // issued before the index's read: it is in by now
+		if err == nil && vl.err != nil {
+			err = vl.err
+		}
+		if err == nil && preErr != nil {
+			err = errGated(p.ItemSpace, preErr)
+		}
+		if err == nil && !found && opts.From != nil {
+			res.Missed, res.NextVest = true, now
+			return res, nil
+		}
 		if err != nil {
 			return res, err
 		}
@@ -330,6 +392,16 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 				res.NextVest = time.UnixMilli(nextMs)
 			}
 			return res, nil
+		}
+		if view := vl.get(); !view.none() && (g == nil || g.itemSpace != p.ItemSpace) {
+			// The first pick was stale: the gate is the tenant's taken.
+			if lim, err = q.effectiveLimits(tr, view, p.lane); err != nil {
+				return res, errGated(p.ItemSpace, err)
+			}
+			g = q.gateRead(tr, lim, p.lane)
+		}
+		if lim.concurrency() > 0 && p.Short && p.unsaved {
+			p.Short = false // per-job leases, whose slots follow them
 		}
 		if p.Lapsed && p.lapsedShort != 0 {
 			// The lapsed holder's hand-outs ran, uncounted: count them
@@ -346,6 +418,38 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 		}
 	}
 	takeShort := p.Short && !p.Lapsed
+	if g != nil {
+		want := opts.Max
+		if takeShort && lim.concurrency() > 0 {
+			// A short-job lane held since before the tenant's concurrency
+			// limit: it hands out nothing more, and its holder lets it go.
+			want = 0
+		}
+		if err := g.decide(tr, want, now); err != nil {
+			return res, errGated(p.ItemSpace, err)
+		}
+		if g.allow == 0 {
+			if err := read.discard(); err != nil {
+				return res, err
+			}
+			g.commit(tr, nil)
+			if takeShort && opts.Lane != nil {
+				// Its hand-outs run under its lease: only its holder may
+				// hand it back.
+				kept := p
+				res.Lane = &kept
+				return res, nil
+			}
+			// Nothing may start: the lane waits, parked, until the tenant
+			// may start again; other lanes may have work now.
+			q.park(tr, &p, g)
+			res.NextVest = now
+			return res, nil
+		}
+		if g.allow < opts.Max {
+			opts.Max, opts.capped, opts.gate = g.allow, true, g
+		}
+	}
 	if read != nil && read.short != takeShort {
 		// Read for the other kind of claim (a short-job lane taken over
 		// after its lease lapsed is claimed with per-job leases).
@@ -363,6 +467,9 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 	if err == nil && res.Lane != nil {
 		// The claim keeps the lane: write the lease acquire took.
 		q.saveHold(tr, res.Lane)
+	}
+	if err == nil {
+		g.commit(tr, res.Jobs)
 	}
 	return res, err
 }
@@ -501,12 +608,18 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ClaimOptions, p *LaneLease, no
 		}
 	}
 	res.More = leftVested
+	if opts.capped && res.More {
+		// The tenant's limits, not the lane, stopped the claim: the lane
+		// goes back (behind the others) rather than grow or split, which
+		// would not let the tenant start more.
+		opts.Keep = false
+	}
 	if len(res.Jobs) == 0 && !res.More {
 		// The lane's pointer vested before its jobs (a lease renewed or a
 		// job moved later): other lanes may have work, look again now.
 		res.NextVest = now
 	}
-	if res.More {
+	if res.More && !opts.capped {
 		n, err := q.growZone(tr, l, metaF, taken, nowMs)
 		if err != nil {
 			return err
@@ -524,6 +637,12 @@ func (q *Queue) claimLane(tr kv.Transaction, opts ClaimOptions, p *LaneLease, no
 				res.NextVest = now
 			}
 		}
+	}
+	if opts.capped && res.More && opts.gate.blockedAfter(len(taken), now) {
+		// The limits stopped the claim and the tenant may start nothing
+		// more now: the lane waits, parked, rather than come back at once.
+		q.park(tr, p, opts.gate)
+		return nil
 	}
 	if opts.Keep && res.More {
 		kept := *p

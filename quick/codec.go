@@ -60,12 +60,15 @@ type zjobValue struct {
 	// most maxRetainedErrors; kept only for a job with retention
 	// (retention.go), so other jobs never carry it.
 	History []AttemptError
+	// Trace is the span context of the job's insert (trace.go), empty
+	// when it has none.
+	Trace []byte
 }
 
 func (v *zjobValue) hasCheckpoint() bool { return v.Flags&flagCheckpoint != 0 }
 
 func (v *zjobValue) marshal() []byte {
-	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint)+historyLen(v.History))
+	b := make([]byte, 0, 24+len(v.Payload)+len(v.Holder)+len(v.UniqueKey)+len(v.LastError)+len(v.Checkpoint)+historyLen(v.History)+len(v.Trace))
 	b = wire.AppendBytes(b, 1, v.Payload)
 	b = wire.AppendVarint(b, 2, uint64(v.Attempt))
 	if v.Token != 0 {
@@ -82,6 +85,7 @@ func (v *zjobValue) marshal() []byte {
 	b = wire.AppendVarint(b, 11, uint64(v.CreatedAtMs))
 	b = wire.AppendVarint(b, 12, uint64(v.RetainMs))
 	b = appendHistory(b, 13, v.History)
+	b = wire.AppendBytes(b, 14, v.Trace)
 	return b
 }
 
@@ -122,6 +126,8 @@ func (v *zjobValue) unmarshal(b []byte) error {
 				return err
 			}
 			v.History = append(v.History, e)
+		case 14:
+			v.Trace = clone(raw) // the lease keeps it past the read's buffer
 		}
 		return nil
 	})
@@ -147,6 +153,10 @@ type laneState struct {
 	// it for a future one and pull it among its second's new work
 	// (applyCover).
 	Vested bool
+	// Parked is set when a claim filed the unleased pointer late on
+	// purpose, at when the lane's tenant may start a job again under its
+	// limits (limitgate.go): an enqueue does not pull it earlier.
+	Parked bool
 }
 
 func (s *laneState) leased() bool { return s.Token != 0 }
@@ -164,6 +174,9 @@ func (s *laneState) marshal() []byte {
 	}
 	if s.Vested {
 		b = wire.AppendVarint(b, 5, 1)
+	}
+	if s.Parked {
+		b = wire.AppendVarint(b, 6, 1)
 	}
 	return b
 }
@@ -185,6 +198,8 @@ func (s *laneState) unmarshal(b []byte) error {
 			s.Short = x != 0
 		case 5:
 			s.Vested = x != 0
+		case 6:
+			s.Parked = x != 0
 		}
 		return nil
 	})

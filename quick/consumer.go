@@ -99,6 +99,23 @@ type ClaimOptions struct {
 	// jobs, so that the next claim continues on it (Claimed.Lane);
 	// without it the claim hands the lane back in its own transaction.
 	Keep bool
+	// Scan, with a claim from the pointer index (no Lane, no From), also
+	// returns up to Scan other vested lanes the claim's index read saw
+	// (Claimed.Candidates), at most one per zone and none of the claimed
+	// lane's zone: a consumer process's one scanner hands them to its
+	// other claim goroutines, which claim them with From instead of each
+	// reading the index (scan.go).
+	Scan int
+	// From claims the lane a scan saw (Claimed.Candidates) instead of
+	// taking one from the pointer index. When the lane is no longer vested
+	// there (another claim leased it, or it moved), the claim takes
+	// nothing and says so (Claimed.Missed), without an error.
+	From *LaneCandidate
+
+	// capped is set by the claim when its tenant's limits lowered Max
+	// (limitgate.go).
+	capped bool
+	gate   *gate
 }
 
 // Claimed is the outcome of a claim.
@@ -119,6 +136,12 @@ type Claimed struct {
 	// Lane is the lane still leased (Keep was set and the lane has more
 	// vested jobs); nil when the lane was handed back or none was vested.
 	Lane *LaneLease
+	// Candidates are other vested lanes the claim's index read saw
+	// (ClaimOptions.Scan), for claims with From.
+	Candidates []LaneCandidate
+	// Missed is set when a claim with From found its lane no longer vested
+	// at the candidate's place: claim another.
+	Missed bool
 
 	deadIDs []ID
 }

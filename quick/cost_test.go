@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -54,7 +56,9 @@ func BenchmarkZoneJobCost(b *testing.B) {
 	// type (no lookup index entry), the cheaper mode beside the default.
 	// lease-retain and short-retain: the same for a task type that keeps a
 	// finished record of each job (TaskTypeOptions.Retain).
-	for _, mode := range []string{"lease", "short", "lease-untracked", "short-untracked", "lease-retain", "short-retain"} {
+	// lease-traced: each job enqueued with a span context (NewJob.Trace),
+	// what tracing costs a job that uses it.
+	for _, mode := range []string{"lease", "short", "lease-untracked", "short-untracked", "lease-retain", "short-retain", "lease-traced"} {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("mode=%s/batch=%d", mode, batch), func(b *testing.B) {
 				opts := quick.Options{}
@@ -85,6 +89,9 @@ func BenchmarkZoneJobCost(b *testing.B) {
 					e.clk.Advance(time.Millisecond)
 					for i := range jobs {
 						jobs[i] = quick.NewJob{TaskType: "email", Payload: payload}
+						if mode == "lease-traced" {
+							jobs[i].Trace = benchSpan
+						}
 					}
 					s0 := e.db.Stats()
 					e.enqueue(b, jobs...)
@@ -132,6 +139,12 @@ func BenchmarkZoneJobCost(b *testing.B) {
 		}
 	}
 }
+
+// benchSpan is the span context of BenchmarkZoneJobCost's traced mode.
+var benchSpan = trace.NewSpanContext(trace.SpanContextConfig{
+	TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+	TraceFlags: trace.FlagsSampled,
+})
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -80,6 +80,12 @@ type TenantDepth struct {
 	// it needs the whole pointer index read: a tenant may have lanes the
 	// budget did not reach).
 	Exact bool
+	// Limits are the tenant's limits of the task type as they apply (its
+	// override over the type's default; zero: none), and Running the jobs
+	// holding a slot of its concurrency limit (limits.go): running against
+	// Limits.Concurrency. Running is 0 without a concurrency limit.
+	Limits  Limits
+	Running int64
 }
 
 // Depth counts a task type's ready, leased and scheduled jobs, in all and
@@ -99,12 +105,16 @@ type TenantDepth struct {
 //
 // Bound: at most Budget keys read and the dead-letter counter (with
 // ItemSpaces set, at most max(Budget, 17 × len(ItemSpaces))), in two round
-// trips whatever the backlog or the number of tenants.
+// trips whatever the backlog or the number of tenants, and a third for the
+// listed tenants' limits (2 keys each, at most TopTenants).
 //
 // Keys: snapshot reads. S (1, "dn", type); every tenant: one range read of
 // S (2, "p", type), a point read of each entry's lane state Z (1, prio,
 // lane), one range read per lane of Z (0, prio, lane); named tenants: one
-// range read per zone of Z (0).
+// range read per zone of Z (0). Then, for the tenants listed, their limits
+// S (1, "tl", type) and S (1, "tl", type, itemSpace) and running count
+// S (1, "ts", type, itemSpace, "n"): a third round trip, 2 keys per tenant
+// listed.
 func (q *Queue) Depth(ctx context.Context, opts DepthOptions) (Depth, error) {
 	if err := validTaskType(opts.TaskType); err != nil {
 		return Depth{}, err
@@ -143,7 +153,10 @@ func (q *Queue) Depth(ctx context.Context, opts DepthOptions) (Depth, error) {
 			return err
 		}
 		d.Dead = decodeCounter(dv)
-		return d.add(counts, q.Now().UnixMilli(), top)
+		if err := d.add(counts, q.Now().UnixMilli(), top); err != nil {
+			return err
+		}
+		return q.depthLimits(snap, &d)
 	})
 	if err != nil {
 		return Depth{}, fmt.Errorf("quick: depth %s: %w", opts.TaskType, err)
@@ -308,4 +321,48 @@ func countJobs(z zone, kvs []kv.KeyValue, nowMs int64) jobCounts {
 		}
 	}
 	return c
+}
+
+// depthLimits fills in the listed tenants' limits and running counts.
+func (q *Queue) depthLimits(snap kv.ReadTransaction, d *Depth) error {
+	if len(d.Tenants) == 0 {
+		return nil
+	}
+	defF := snap.Get(q.k.typeLimitKey(d.TaskType))
+	type reads struct{ over, running kv.Future[[]byte] }
+	rs := make([]reads, len(d.Tenants))
+	for i, t := range d.Tenants {
+		rs[i] = reads{
+			over:    snap.Get(q.k.tenantLimitKey(d.TaskType, t.ItemSpace)),
+			running: snap.Get(runningKey(q.k.limitState(d.TaskType, t.ItemSpace))),
+		}
+	}
+	dv, err := defF.Get()
+	if err != nil {
+		return err
+	}
+	var def Limits
+	if dv != nil && def.unmarshal(dv) != nil {
+		def = Limits{} // a corrupt default limits nothing, as claims see it
+	}
+	for i := range d.Tenants {
+		t := &d.Tenants[i]
+		ov, err := rs[i].over.Get()
+		if err != nil {
+			return err
+		}
+		rv, err := rs[i].running.Get()
+		if err != nil {
+			return err
+		}
+		t.Limits = def
+		var o Limits
+		if ov != nil && o.unmarshal(ov) == nil {
+			t.Limits = o.over(def)
+		}
+		if t.Limits.concurrency() > 0 {
+			t.Running = max(readLE64(rv), 0)
+		}
+	}
+	return nil
 }

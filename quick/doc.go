@@ -71,6 +71,13 @@
 //     renew it with ExtendLane, and give it back with ReleaseLane (or, in
 //     short-job mode, HandBack, which first moves the jobs still running to
 //     leases of their own). A lost lane lease is ErrLaneLost (IsLaneLost).
+//   - A process with several claim goroutines reads the index from one of
+//     them: ClaimOptions.Scan makes its claims also return other vested
+//     lanes, one per zone (Claimed.Candidates), which the others claim with
+//     ClaimOptions.From without reading the index. A candidate leased by
+//     another claim since comes back as Claimed.Missed, not an error; the
+//     claims of one process are then on distinct lanes and never race each
+//     other (package worker does this: one scanner per task type).
 //   - When Claim takes nothing, Claimed.NextVest says when to look again;
 //     sleep until then (a vesting job writes nothing that could wake you).
 //   - Each job's lease is ended with the Queue's lease operations, which

@@ -155,7 +155,7 @@ func (q *Queue) zenqueueCost(j job, lanes map[string]bool) int {
 	z := q.zoneOf(j.TaskType, j.ItemSpace)
 	l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, q.opts.ZoneLanes)}
 	zb := len(z.space.Bytes())
-	n := setSize(l.jobKey(j.runAt.UnixMilli(), j.ID), 64+len(j.Payload)+len(j.UniqueKey)) + 16 // its ID in the marker
+	n := setSize(l.jobKey(j.runAt.UnixMilli(), j.ID), 64+len(j.Payload)+len(j.UniqueKey)+len(j.trace)) + 16 // its ID in the marker
 	if len(j.Payload) > InlinePayload {
 		n += setSize(z.blobKey(j.ID), 0)
 	}
@@ -603,6 +603,7 @@ func (q *Queue) zwrite(tr kv.Transaction, nowMs int64, l laneRef, vestMs int64, 
 		UniqueKey:   j.UniqueKey,
 		Flags:       q.waitFlag(j.NewJob),
 		RetainMs:    retainMsOf(j.Retain),
+		Trace:       j.trace,
 	}
 	if q.tracked(j.TaskType) {
 		v.Flags |= flagTrackable
@@ -715,6 +716,7 @@ func (q *Queue) Enqueue(ctx context.Context, jobs ...NewJob) ([]Enqueued, error)
 	now := q.Now()
 	prepared := make([]job, len(jobs))
 	for i, in := range jobs {
+		traceOf(ctx, &in)
 		j, err := q.prepare(now, in)
 		if err != nil {
 			return nil, fmt.Errorf("quick: enqueue job %d (%s): %w", i, in.TaskType, err)

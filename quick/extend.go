@@ -49,6 +49,8 @@ func (q *Queue) zextendMany(ctx context.Context, ls []Lease, d time.Duration) ([
 			for i, l := range batch {
 				fs[i] = leaseRead(tr).Get(l.zl.key(l.ID))
 			}
+			var sm slotMoves // tenant concurrency slots (limitgate.go)
+			sm.read(q, tr, batch)
 			for i, l := range batch {
 				j := start + i
 				v, err := q.zheld(&holds, fs[i], l)
@@ -67,6 +69,9 @@ func (q *Queue) zextendMany(ctx context.Context, ls []Lease, d time.Duration) ([
 						}
 					}
 					continue
+				}
+				if err := sm.moved(q, tr, i, l, deadlineMs); err != nil {
+					return err
 				}
 				out[j], errs[j] = q.zmoveTx(tr, l, v, now, deadlineMs, toks[j], false), nil
 				applied[j] = true
@@ -169,7 +174,7 @@ func (q *Queue) zmoveTx(tr kv.Transaction, l Lease, v zjobValue, now time.Time, 
 
 // zleaseAt is l as a per-job lease whose key is at deadlineMs with value v.
 func zleaseAt(l Lease, v zjobValue, deadlineMs int64) Lease {
-	l.zl = &zoneLease{lane: l.zl.lane, vestMs: deadlineMs, v: v}
+	l.zl = &zoneLease{lane: l.zl.lane, vestMs: deadlineMs, v: v, slot: l.zl.slot && l.zl.ptr == nil}
 	l.Attempt = int(v.Attempt)
 	l.Deadline = time.UnixMilli(deadlineMs)
 	return l
@@ -209,7 +214,10 @@ func (q *Queue) zcheckpoint(ctx context.Context, l Lease, state []byte, d time.D
 		if l.zl.ptr != nil {
 			holds.read(tr, l.zl.ptr)
 		}
-		v, err := q.zheld(&holds, leaseRead(tr).Get(l.zl.key(l.ID)), l)
+		var sm slotMoves // tenant concurrency slots (limitgate.go)
+		jf := leaseRead(tr).Get(l.zl.key(l.ID))
+		sm.read(q, tr, []Lease{l})
+		v, err := q.zheld(&holds, jf, l)
 		if err != nil {
 			if maybeCommitted && applied && IsLeaseLost(err) {
 				moved, ok, merr := q.zcheckpointed(tr, l, state, deadlineMs, tok)
@@ -236,6 +244,9 @@ func (q *Queue) zcheckpoint(ctx context.Context, l Lease, state []byte, d time.D
 			}
 			v.Checkpoint = state
 			v.Flags = v.Flags&^flagCkptBlob | flagCheckpoint
+		}
+		if err := sm.moved(q, tr, 0, l, deadlineMs); err != nil {
+			return err
 		}
 		out = q.zmoveTx(tr, l, v, now, deadlineMs, tok, true)
 		out.Checkpoint = state

@@ -38,6 +38,13 @@ const schemaVersion = 1
 //	S (1, "cron", ...)                        cron schedules (package cron)
 //	S (1, "zc", slot)                         workers' clock samples, 64 slots (package worker)
 //	S (1, "wp", id)                           worker presence (package worker)
+//	S (1, "tl", type)                         tenant limits: the task type's default (limits.go)
+//	S (1, "tl", type, itemSpace)              tenant limits: a tenant's override
+//	S (1, "ts", type, itemSpace, ...)         a limited tenant's state: running count "n", slots
+//	                                          ("r", leaseDeadlineMs, id), rate "b", parked lanes
+//	                                          ("p", prio, lane) (limitgate.go)
+//	S (1, "tp", minute, type, kind)           fleet throughput: jobs completed (kind 0) and failed (1) per
+//	                                          Unix minute, atomic adds once per worker clock round (package worker)
 //
 // S (1, "s", ...) held the schedule keys of the removed schema-1 layout:
 // Open refuses a queue that still has one (ErrSchema1).

@@ -3,6 +3,8 @@ package quick
 import (
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // NewJob describes a job to enqueue.
@@ -41,6 +43,16 @@ type NewJob struct {
 	// the task type. A job with a retention of its own carries it in its
 	// key's value (a few bytes).
 	Retain time.Duration
+	// Trace is the span context stored with the job (25 bytes), which
+	// package worker links each run's span to (Lease.Trace). Enqueue and
+	// Insert take it from their context when it is unset; EnqueueTx and
+	// InsertTx have no context: set it, e.g. to
+	// trace.SpanContextFromContext(ctx). A job without a valid span
+	// context stores nothing.
+	Trace trace.SpanContext
+	// NoTrace stores no span context with the job
+	// (TaskTypeOptions.NoTrace does it for a whole task type).
+	NoTrace bool
 }
 
 // Enqueued is the outcome of enqueueing one job.
@@ -58,6 +70,7 @@ type Enqueued struct {
 type job struct {
 	NewJob
 	runAt time.Time
+	trace []byte // the span context stored (trace.go), nil for none
 }
 
 func (q *Queue) prepare(now time.Time, in NewJob) (job, error) {
@@ -103,6 +116,7 @@ func (q *Queue) prepare(now time.Time, in NewJob) (job, error) {
 	default:
 		j.runAt = now.Add(in.Delay)
 	}
+	j.trace = q.storedTrace(in)
 	if in.ID.IsZero() {
 		j.ID = NewID(now)
 	} else if err := q.checkID(now, in.ID); err != nil {

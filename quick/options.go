@@ -196,6 +196,9 @@ type TaskTypeOptions struct {
 	// such jobs pay nothing for the feature; NewJob.Retain overrides it per
 	// job. docs/design.md, "Retention of finished jobs", has the cost.
 	Retain time.Duration
+	// NoTrace stores no span context with the type's jobs (NewJob.Trace):
+	// their runs' spans link to nothing.
+	NoTrace bool
 }
 
 // Retention bounds dead letters by age and count; zero means no bound.

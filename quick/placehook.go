@@ -35,7 +35,7 @@ func placeZone(ctx context.Context, q *Queue, in NewJob) (ID, error) {
 			}
 		}
 		l := laneRef{z: z, prio: j.Priority, lane: laneOfID(j.ID, lanes)}
-		v := zjobValue{MaxAttempts: int64(j.MaxAttempts), Flags: q.waitFlag(j.NewJob), Payload: j.Payload}
+		v := zjobValue{MaxAttempts: int64(j.MaxAttempts), Flags: q.waitFlag(j.NewJob), Payload: j.Payload, Trace: j.trace}
 		if q.tracked(j.TaskType) {
 			v.Flags |= flagTrackable
 		}

@@ -200,7 +200,7 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			continue
 		}
 		switch {
-		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"):
+		case s.leased(), s.PtrMs <= it.vestMs, s.PtrMs <= nowMs, s.Vested && !mutant.On("quick.cover-pulls-vested"), s.Parked:
 			// A live lease's holder reads the lane before handing it
 			// back; a lapsed one's pointer (at its deadline) has vested.
 			// An unleased pointer that vests by the new job, or has vested
@@ -212,8 +212,9 @@ func (q *Queue) applyCover(tr kv.Transaction, c *coverer, nowMs int64) error {
 			// behind the lanes that were waiting before it (a lane handed
 			// back would otherwise jump among its second's new work), and
 			// the enqueue writes nothing a claim reads (0.2 conflicts per
-			// claim at one worker in steady mode when it did). Either way
-			// the pointer stays, if it is there.
+			// claim at one worker in steady mode when it did). A parked
+			// pointer waits for its tenant's limits (limitgate.go). Either
+			// way the pointer stays, if it is there.
 			keep = append(keep, kept{it: it, s: s, ptr: tr.Snapshot().Get(q.pointerKeyOf(it.l, s.PtrMs))})
 		default:
 			old := s.PtrMs
@@ -289,6 +290,26 @@ type peekRead struct {
 	rndAt  int64          // the bucket rnd reads
 	check  bool           // the head was read only to check rndAt (limit 1)
 	bucket *peekBucket
+	// headPick are the head's pickable entries, kept for a scan (more).
+	headPick []pointerEntry
+}
+
+// extra is r's head entries that are not among got (a scan's other end).
+func (r *peekRead) extra(got []pointerEntry) []pointerEntry {
+	var out []pointerEntry
+	for _, e := range r.headPick {
+		dup := false
+		for _, g := range got {
+			if string(g.key) == string(e.key) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // acquire takes a lane from a task type's pointer index, picks it among the
@@ -332,7 +353,7 @@ func (q *Queue) acquire(tr kv.Transaction, taskType, holder string, peek int, ho
 // acquireFrom is acquire; head reads only the index's head
 // (ClaimOptions.PeekHead).
 func (q *Queue) acquireFrom(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time) (p LaneLease, found bool, nextMs int64, err error) {
-	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil)
+	p, found, nextMs, _, err = q.acquireWith(tr, taskType, holder, peek, head, hold, short, now, nil, nil, nil)
 	return p, found, nextMs, err
 }
 
@@ -373,7 +394,12 @@ func (lr *laneRead) discard() error {
 // later pick's lane is read by the caller, after its state). Only the
 // first pick is read ahead, so a claim reads at most one lane more than it
 // takes.
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
+//
+// more, when not nil, receives the other pickable entries the reads saw
+// once a lane is leased (the candidates of ClaimOptions.Scan, scan.go).
+// view, when not nil, returns the task type's tenant limits, whose weights
+// shape the pick (pickIndex); it is called once the index is read.
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, view func() *limitsView, more *[]pointerEntry) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
@@ -389,6 +415,11 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			switch {
 			case b >= 0 && b <= nowMs:
 				headLimit, r.check = 1, true // the head serves to check where the oldest entries are
+				if more != nil {
+					// A scan reads the head's K too: the other end of its
+					// circle over the oldest entries (scan.go).
+					headLimit = peek
+				}
 			case b == peekFuture || b > nowMs:
 				b = freshMs(nowMs) // a guess: keep the head's K to fall back on
 			default:
@@ -453,6 +484,13 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			last = m0
 		}
 		pickable := func(e pointerEntry) bool { return e.PtrMs >= m0 && e.PtrMs <= last }
+		if more != nil {
+			for _, e := range hs {
+				if pickable(e) {
+					r.headPick = append(r.headPick, e)
+				}
+			}
+		}
 		if r.bucket != nil {
 			r.bucket.ms.Store(m0)
 		}
@@ -520,12 +558,32 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			}
 		}
 	}
-	for _, vested := range entries {
+	var extra [numPriorities][]pointerEntry
+	if more != nil {
+		// A scan's candidates also come from the head's pickable entries
+		// that the random read did not cover.
+		for i := range reads {
+			extra[i] = reads[i].extra(entries[i])
+		}
+	}
+	for pi, vested := range entries {
 		// Pick at random; read only the picked lane's state, and pick
 		// again (a round trip each) only when a pointer turns out stale,
 		// which is rare: a claim so reads one lane state, not K.
 		for len(vested) > 0 {
-			i := int(q.randUint64() % uint64(len(vested)))
+			var lv *limitsView
+			if view != nil {
+				lv = view()
+			}
+			var i int
+			switch {
+			case lv != nil && lv.weighted:
+				i = q.pickIndex(lv, vested) // weighed by tenant limits (per tenant)
+			case more != nil:
+				i = q.pickByZone(vested) // a scan counts each zone once (scan.go)
+			default:
+				i = q.pickIndex(lv, vested)
+			}
 			e := vested[i]
 			vested[i] = vested[len(vested)-1]
 			vested = vested[:len(vested)-1]
@@ -565,6 +623,12 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			var lapsedShort uint64
 			if old.leased() && old.Short {
 				lapsedShort = old.Token
+			}
+			if more != nil {
+				*more = append(append(*more, vested...), extra[pi]...)
+				for j := pi + 1; j < len(entries); j++ {
+					*more = append(append(*more, entries[j]...), extra[j]...)
+				}
 			}
 			return LaneLease{
 				TaskType: taskType, ItemSpace: l.z.itemSpace, Priority: l.prio, Lane: l.lane,

@@ -34,6 +34,9 @@ type Queue struct {
 	// pickRand, set by tests only, replaces acquire's random source so
 	// that a trial is reproducible from its seed; nil: math/rand/v2.
 	pickRand func() uint64
+	// limits maps a task type to this process's view of its tenant
+	// limits (*limitsView, limits.go).
+	limits sync.Map
 }
 
 // Open opens the queue under space. Nothing is written: a queue is its keys,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/tuple"
 )
@@ -301,7 +302,7 @@ func (q *Queue) countLapsedShort(tr kv.Transaction, p *LaneLease) error {
 		if _, perr := l.z.parseJobKey(kvp.Key); perr != nil || jv.unmarshal(kvp.Value) != nil {
 			continue // the claim quarantines it
 		}
-		if jv.Token != 0 {
+		if jv.Token != 0 && !mutant.On("quick.count-tokened") {
 			continue
 		}
 		if err := q.conflictOn(tr, kvp.Key); err != nil {

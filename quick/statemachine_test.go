@@ -5,8 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,20 +22,25 @@ import (
 	"github.com/quickfdb/quickfdb/tuple"
 )
 
-// TestZonesStateMachine drives jobs of several tenants through random
-// interleavings of every operation — enqueue (retried with the
-// same IDs), claims that take a lane from the pointer index or keep and
-// continue on one, lane hand-backs, every ack, extend, checkpoint, cancel,
-// lane resizing, workers that vanish or shut down, clock advances — over a
-// database that injects every commit fault kv.WithFaults knows. After every
-// step it checks the database against a model, key by key: no job lost or
-// duplicated, no write under a stale lease, attempts and dead letters as
-// configured, and the pointer invariant (zone.go): every lane holding a job
-// has a lane state and exactly one pointer at its PtrMs, no pointer without
-// its lane, and an unleased pointer is vested when its lane has a vested
-// job and otherwise vests no later than its earliest. At the end every job left runs.
+// TestZonesStateMachine drives jobs of several tenants (one with the
+// longest name allowed) through random interleavings of every operation —
+// enqueue (batches that mix given and generated IDs, repeat IDs as a retry
+// does, carry the longest unique keys, and are retried with the same IDs),
+// lanes stripped of their pointer as a copied tenant's are, claims that
+// take a lane from the pointer index or keep and continue on one, lane
+// hand-backs, every ack (failures with the longest reasons kept), extend,
+// checkpoint, cancel, lane resizing, workers that vanish or shut down,
+// clock advances — over a database that injects every commit fault
+// kv.WithFaults knows. After every step it checks the database against a
+// model, key by key: no job lost or duplicated, no write under a stale
+// lease, attempts and dead letters as configured, duplicates reported only
+// with a stored job's ID, and the pointer invariant (zone.go): every lane
+// holding a job has a lane state and exactly one pointer at its PtrMs, no
+// pointer without its lane, and an unleased pointer is vested when its
+// lane has a vested job and otherwise vests no later than its earliest. At
+// the end every job left runs.
 func TestZonesStateMachine(t *testing.T) {
-	var jobs, steps int64
+	var jobs, steps, repeats, unpointed int64
 	var faults kv.FaultStats
 	cfg := kv.Faults{
 		UnknownCommitted:      0.04,
@@ -45,7 +53,7 @@ func TestZonesStateMachine(t *testing.T) {
 		SlowCommit:            0.02,
 	}
 	defer func() {
-		t.Logf("drove %d zones jobs through %d checked steps; faults injected: %+v", jobs, steps, faults)
+		t.Logf("drove %d zones jobs through %d checked steps (%d repeated IDs, %d lanes stripped of their pointer); faults injected: %+v", jobs, steps, repeats, unpointed, faults)
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		raw, space := fdbtest.Open(t)
@@ -69,6 +77,7 @@ func TestZonesStateMachine(t *testing.T) {
 			"ckpt":     m.checkpoint,
 			"cancel":   m.cancel,
 			"lanes":    m.setLanes,
+			"unpoint":  m.unpoint,
 			"vanish":   m.vanish,
 			"shutdown": m.shutdown,
 			"advance":  m.advance,
@@ -78,6 +87,8 @@ func TestZonesStateMachine(t *testing.T) {
 		m.drain(rt)
 		jobs += int64(len(m.order))
 		steps += m.steps
+		repeats += m.repeats
+		unpointed += m.unpointed
 		faults = zsmAdd(faults, faulty.Stats())
 	})
 	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
@@ -109,8 +120,19 @@ const (
 )
 
 // zsmTenants: "" and t1 live under the queue's subspace, t2 in a subspace of
-// its own (Options.ZoneSpace), as a tenant's data would.
-var zsmTenants = []string{"", "t1", "t2"}
+// its own (Options.ZoneSpace), as a tenant's data would; the last has the
+// longest name allowed (MaxItemSpaceLen), which every job key carries.
+var zsmTenants = []string{"", "t1", "t2", zsmLongTenant}
+
+var zsmLongTenant = strings.Repeat("L", MaxItemSpaceLen)
+
+// zsmUniqueKeys: two short keys and one of the longest allowed
+// (MaxUniqueKeyLen).
+var zsmUniqueKeys = []string{"a", "b", strings.Repeat("u", MaxUniqueKeyLen)}
+
+// zsmLongError is a failure reason of the longest kept (maxErrorLen): the
+// job's value carries it from then on.
+var zsmLongError = strings.Repeat("e", maxErrorLen)
 
 type zmState int
 
@@ -152,6 +174,13 @@ type zModel struct {
 	inj      *kv.FaultyDB
 	raw      kv.Database
 	steps    int64
+	// marked are the IDs each enqueue marker lists, by its name (the
+	// first job's ID of the calls that wrote it); markers in order.
+	marked  map[ID]map[ID]bool
+	markers []ID
+	// repeats and unpointed count the IDs enqueued again and the lanes
+	// whose pointer was deleted, for the log.
+	repeats, unpointed int64
 }
 
 func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *zModel {
@@ -160,6 +189,8 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	opts := Options{
 		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
 		MaxLease: time.Minute, ZoneLanes: 2, MaxZoneLanes: 4,
+		// The repairs of pointerless lanes (unpoint) warn at every step.
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TaskTypes: map[string]TaskTypeOptions{zsmType: {}},
 		ZoneSpace: func(itemSpace string) tuple.Subspace {
 			if itemSpace == "t2" {
@@ -176,7 +207,7 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	if err != nil {
 		rt.Fatal(err)
 	}
-	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw}
+	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw, marked: map[ID]map[ID]bool{}}
 }
 
 func (m *zModel) activeUnique(key string) *zmJob {
@@ -189,9 +220,20 @@ func (m *zModel) activeUnique(key string) *zmJob {
 	return nil
 }
 
+// enqueue enqueues a batch that mixes given and generated IDs and may
+// repeat IDs, and may be retried with the IDs the first call returned.
+// Idempotency is per call, as Enqueue documents: a call's marker is named
+// by its first job's ID and lists the IDs the calls of that name stored. So
+// a batch repeats IDs the way a retry does: its first job takes the name of
+// an earlier call (issue 22: Enqueue(A) then Enqueue(A, B, <no ID>) stored
+// neither B nor the generated one), and later jobs repeat IDs that name
+// lists, or the job just before them in the batch. A repeated ID comes back
+// a duplicate under its own ID; a duplicate is reported only with the ID
+// of a stored job.
 func (m *zModel) enqueue(rt *rapid.T) {
 	n := rapid.IntRange(1, 5).Draw(rt, "n")
 	var in []NewJob
+	var listed map[ID]bool // what the marker this call reads lists
 	for i := 0; i < n; i++ {
 		j := NewJob{
 			ID:          m.q.NewID(),
@@ -208,8 +250,23 @@ func (m *zModel) enqueue(rt *rapid.T) {
 		case 1:
 			j.Payload = bytes.Repeat([]byte{byte(i)}, InlinePayload+1) // just kept beside the key
 		}
-		if rapid.IntRange(0, 3).Draw(rt, "uniq") == 0 {
-			j.UniqueKey = rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "ukey")
+		repeat := false
+		switch kind := rapid.IntRange(0, 5).Draw(rt, "idkind"); {
+		case kind == 0:
+			j.ID = ID{} // generated by Enqueue
+		case kind == 1 && i == 0 && len(m.markers) > 0:
+			j.ID = rapid.SampledFrom(m.markers).Draw(rt, "name")
+			listed, repeat = m.marked[j.ID], true
+		case kind == 1 && i > 0 && len(listed) > 0:
+			j.ID = rapid.SampledFrom(sortedIDs(listed)).Draw(rt, "again")
+			repeat = true
+		case kind == 2 && i > 0 && !in[i-1].ID.IsZero() && in[i-1].UniqueKey == "":
+			// (A job with a unique key may not be stored: its ID then
+			// names no job.)
+			j.ID, repeat = in[i-1].ID, true // twice in one batch
+		}
+		if !repeat && rapid.IntRange(0, 3).Draw(rt, "uniq") == 0 {
+			j.UniqueKey = rapid.SampledFrom(zsmUniqueKeys).Draw(rt, "ukey")
 		}
 		in = append(in, j)
 	}
@@ -218,32 +275,93 @@ func (m *zModel) enqueue(rt *rapid.T) {
 	if err != nil {
 		rt.Fatalf("enqueue: %v", err)
 	}
+	if len(res) != len(in) {
+		rt.Fatalf("enqueue of %d jobs returned %d results", len(in), len(res))
+	}
+	storedHere := map[ID]bool{}
+	var stored []ID
+	uniqueDup := make([]bool, len(in))
 	for i, r := range res {
 		j := in[i]
-		if holder := m.activeUnique(j.UniqueKey); holder != nil {
-			if !r.Duplicate || r.ID != holder.id {
-				rt.Fatalf("unique key %q held by %s, enqueue returned %+v", j.UniqueKey, holder.id, r)
+		if !j.ID.IsZero() && (listed[j.ID] || storedHere[j.ID]) {
+			if !r.Duplicate || r.ID != j.ID {
+				rt.Fatalf("job %d repeats ID %s, enqueue returned %+v", i, j.ID, r)
 			}
+			m.repeats++
 			continue
 		}
-		if r.Duplicate || r.ID != j.ID {
-			rt.Fatalf("enqueue of a new job returned %+v", r)
+		if holder := m.activeUnique(j.UniqueKey); holder != nil {
+			if !r.Duplicate || r.ID != holder.id {
+				rt.Fatalf("unique key of %d bytes held by %s, enqueue returned %+v", len(j.UniqueKey), holder.id, r)
+			}
+			uniqueDup[i] = true
+			continue
 		}
-		m.jobs[j.ID] = &zmJob{id: j.ID, tenant: j.ItemSpace, prio: j.Priority, unique: j.UniqueKey,
+		if r.Duplicate || (!j.ID.IsZero() && r.ID != j.ID) || r.ID.IsZero() || m.jobs[r.ID] != nil {
+			rt.Fatalf("enqueue of a new job (ID given: %v) returned %+v", !j.ID.IsZero(), r)
+		}
+		m.jobs[r.ID] = &zmJob{id: r.ID, tenant: j.ItemSpace, prio: j.Priority, unique: j.UniqueKey,
 			maxAttempts: j.MaxAttempts, vestAt: now.Add(j.Delay), payload: j.Payload}
-		m.order = append(m.order, j.ID)
+		m.order = append(m.order, r.ID)
+		storedHere[r.ID] = true
+		stored = append(stored, r.ID)
 	}
+	for _, r := range res {
+		if r.Duplicate && m.jobs[r.ID] == nil {
+			rt.Fatalf("a duplicate reported with ID %s, which no stored job has", r.ID)
+		}
+	}
+	// The call's marker is named by its first job's ID, known when it was
+	// given or came back as that job's own.
+	name := in[0].ID
+	if name.IsZero() && !uniqueDup[0] {
+		name = res[0].ID
+	}
+	if name.IsZero() {
+		return
+	}
+	m.mark(name, stored)
 	if rapid.Bool().Draw(rt, "retry") {
+		// The caller retries with the IDs it was given back (a job whose
+		// unique key was held keeps what it had).
+		for i := range in {
+			if !uniqueDup[i] {
+				in[i].ID = res[i].ID
+			}
+		}
 		again, err := m.q.Enqueue(m.ctx, in...)
 		if err != nil {
 			rt.Fatalf("re-enqueue: %v", err)
 		}
 		for i, r := range again {
-			if !r.Duplicate || (in[i].UniqueKey == "" && r.ID != in[i].ID) {
-				rt.Fatalf("re-enqueue with the same ID created a job: %+v", r)
+			if !r.Duplicate || r.ID != res[i].ID {
+				rt.Fatalf("re-enqueue with the IDs returned: %+v, first %+v", r, res[i])
 			}
 		}
 	}
+}
+
+// mark records the IDs a call named name stored (its marker's list).
+func (m *zModel) mark(name ID, stored []ID) {
+	if len(stored) == 0 {
+		return
+	}
+	if m.marked[name] == nil {
+		m.marked[name] = map[ID]bool{}
+		m.markers = append(m.markers, name)
+	}
+	for _, id := range stored {
+		m.marked[name][id] = true
+	}
+}
+
+func sortedIDs(set map[ID]bool) []ID {
+	out := make([]ID, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
+	return out
 }
 
 // took checks the jobs a claim returned against the model and applies them.
@@ -392,7 +510,11 @@ func (m *zModel) ack(kind AckKind) func(*rapid.T) {
 		h := m.held[i]
 		cur := m.current(h)
 		now := m.clk.Now()
-		res, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: kind, Error: "boom", Delay: 15 * time.Second})
+		reason := "boom"
+		if rapid.IntRange(0, 3).Draw(rt, "longerr") == 0 {
+			reason = zsmLongError
+		}
+		res, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: kind, Error: reason, Delay: 15 * time.Second})
 		if len(res) != 1 {
 			rt.Fatalf("%s: %v", kind, err)
 		}
@@ -547,6 +669,66 @@ func (m *zModel) setLanes(rt *rapid.T) {
 	if err := m.q.SetZoneLanes(m.ctx, zsmType, tenant, n); err != nil {
 		rt.Fatalf("set %d lanes for %q: %v", n, tenant, err)
 	}
+}
+
+// unpoint deletes the pointer of an unleased lane holding jobs, as a copy of
+// a tenant's subspace without the pointer index leaves it (issue 22, item
+// 3), then enqueues a job that lands in that very lane (its ID drawn until
+// the zone's lane count places it there): the enqueue must not trust the
+// lane state alone but put the pointer back, which the check after this
+// step verifies with every other lane's (a pointer missing fails it), and
+// the final drain claims the lane's jobs through it.
+func (m *zModel) unpoint(rt *rapid.T) {
+	tenant := rapid.SampledFrom(zsmTenants).Draw(rt, "tenant")
+	info, err := m.truth.ZoneInfo(m.ctx, zsmType, tenant)
+	if err != nil {
+		rt.Fatalf("zone info of %q: %v", tenant, err)
+	}
+	var cands []ZoneLaneInfo
+	for _, li := range info.LaneStates {
+		if !li.Leased && !li.PointerMissing && li.Lane < info.Lanes && li.ReadyJobs+li.ScheduledJobs+li.LeasedJobs > 0 {
+			cands = append(cands, li)
+		}
+	}
+	if len(cands) == 0 {
+		rt.Skip("no unleased lane with jobs that a new job can land in")
+	}
+	li := rapid.SampledFrom(cands).Draw(rt, "lane")
+	l := laneRef{z: m.truth.zoneOf(zsmType, tenant), prio: li.Priority, lane: li.Lane}
+	err = m.raw.Transact(m.ctx, func(tr kv.Transaction) error {
+		v, err := tr.Get(l.stateKey()).Get()
+		if err != nil {
+			return err
+		}
+		var st laneState
+		if v == nil || st.unmarshal(v) != nil || st.leased() {
+			return fmt.Errorf("lane %s: state %q changed under the model", l, v)
+		}
+		tr.Clear(m.truth.pointerKeyOf(l, st.PtrMs))
+		return nil
+	})
+	if err != nil {
+		rt.Fatalf("delete the pointer of %s: %v", l, err)
+	}
+	var id ID
+	for tries := 0; ; tries++ {
+		if id = m.q.NewID(); laneOfID(id, info.Lanes) == li.Lane {
+			break
+		}
+		if tries > 10_000 {
+			rt.Fatalf("no ID in 10,000 lands in lane %d of %d", li.Lane, info.Lanes)
+		}
+	}
+	now := m.clk.Now()
+	in := NewJob{ID: id, TaskType: zsmType, ItemSpace: tenant, Priority: li.Priority, MaxAttempts: 2, Payload: []byte("unpointed")}
+	res, err := m.q.Enqueue(m.ctx, in)
+	if err != nil || len(res) != 1 || res[0].Duplicate || res[0].ID != id {
+		rt.Fatalf("enqueue into the lane without its pointer: %+v, %v", res, err)
+	}
+	m.jobs[id] = &zmJob{id: id, tenant: tenant, prio: li.Priority, maxAttempts: 2, vestAt: now, payload: in.Payload}
+	m.order = append(m.order, id)
+	m.mark(id, []ID{id})
+	m.unpointed++
 }
 
 func (m *zModel) vanish(rt *rapid.T) {

@@ -42,4 +42,8 @@ type zoneLease struct {
 	// ptr is set in short-job mode: the lane lease that protects the job,
 	// whose key did not move when it was handed out.
 	ptr *LaneLease
+	// slot is set when the job was claimed under its tenant's concurrency
+	// limit: its slot S (1, "ts", ..., "r", vestMs, id) follows the lease
+	// (limitgate.go).
+	slot bool
 }

@@ -103,13 +103,19 @@ type liveQueue struct {
 	w       *worker.Worker
 	release chan struct{}
 	dead    []quick.ID
+	retries []quick.ID
+	// more are workers beside w in the same process, for the workers
+	// page's grouping.
+	more []*worker.Worker
 }
 
 func startLiveQueue(t *testing.T) *liveQueue {
 	t.Helper()
 	ctx := context.Background()
 	db := memkv.Open(memkv.Options{})
-	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"browser"}), testOptions(quick.Options{Clock: clock.Real(), MaxAttempts: 1}))
+	q, err := quick.Open(ctx, db, tuple.FromTuple(tuple.Tuple{"browser"}), testOptions(quick.Options{Clock: clock.Real(), MaxAttempts: 1,
+		// sync's failed jobs wait an hour for their retry: the retries page holds still.
+		TaskTypes: map[string]quick.TaskTypeOptions{"sync": {Backoff: func(int) time.Duration { return time.Hour }}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +153,18 @@ func startLiveQueue(t *testing.T) *liveQueue {
 		}
 		lq.dead = append(lq.dead, l.ID)
 	}
+	// Two sync jobs fail once and wait for their retry (an hour away).
+	if _, err := q.Enqueue(ctx, quick.NewJob{TaskType: "sync", MaxAttempts: 5, Payload: []byte(`{"account":"acme"}`)},
+		quick.NewJob{TaskType: "sync", MaxAttempts: 5, Payload: []byte(`{"account":"globex"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		l := claim(t, q, quick.ClaimOptions{TaskType: "sync", Holder: "test", Max: 1, Lease: quick.MinLease})[0]
+		if err := q.Fail(ctx, l, fmt.Sprintf("sync %d: upstream answered 503", i)); err != nil {
+			t.Fatal(err)
+		}
+		lq.retries = append(lq.retries, l.ID)
+	}
 	if err := cron.Register(ctx, q, cron.Schedule{Name: "tick", Spec: "@every 1s", TaskType: "tick", MissedRuns: cron.SkipAll}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +185,29 @@ func startLiveQueue(t *testing.T) *liveQueue {
 	if err := cron.Handle(lq.w, "tick", func(context.Context, cron.Occurrence) error { return nil }, worker.HandlerOptions{Lease: quick.MinLease}); err != nil {
 		t.Fatal(err)
 	}
+	for _, id := range []string{"worker-2", "worker-3"} {
+		w, err := worker.New(worker.Config{Queue: q, ID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), HeartbeatPeriod: 500 * time.Millisecond, ShutdownTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := worker.RegisterRaw(w, "audit", func(context.Context, *worker.RawJob) error { return nil }, worker.HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lq.more = append(lq.more, w)
+	}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); lq.w.Run(wctx) }()
+	for _, w := range append([]*worker.Worker{lq.w}, lq.more...) {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(wctx) }()
+	}
 	t.Cleanup(func() {
 		close(lq.release)
 		sctx, c := context.WithTimeout(ctx, 3*time.Second)
 		lq.w.Stop(sctx)
+		for _, w := range lq.more {
+			w.Stop(sctx)
+		}
 		c()
 		stop()
 		wg.Wait()
@@ -254,8 +287,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	ctx := browser(t)
 	lq := startLiveQueue(t)
-	h, err := ui.New(ui.Config{Queue: lq.q, Refresh: 300 * time.Millisecond, SampleEvery: 200 * time.Millisecond,
-		Workers: func() []*worker.Worker { return []*worker.Worker{lq.w} }})
+	h, err := ui.New(ui.Config{Queue: lq.q, Refresh: 300 * time.Millisecond, SampleEvery: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +330,15 @@ func TestBrowserConsole(t *testing.T) {
 		return n
 	}
 	visible := func(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+	// until waits for a page state: expr, evaluated again and again, is
+	// true (one evaluation sees one state of the page, never a node the
+	// live refresh replaced midway).
+	until := func(what, expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 
 	// Overview: every count shown is the library's.
 	do("overview", chromedp.Navigate(base+"/"), visible(`#types`))
@@ -320,6 +361,22 @@ func TestBrowserConsole(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('tr[data-type="email"] td[data-k="ready"]').textContent.trim() === "27"`)); err != nil {
 		t.Fatalf("live refresh: the new jobs never showed: %v", err)
 	}
+	// One snapshot per page: email's chart legend says what its row says,
+	// both read in one evaluation.
+	snap, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => {
+		const c = document.querySelector('tr[data-type="email"] td[data-k="ready"]');
+		const l = [...document.querySelectorAll('[data-chart="email"] .legend span')].find(e => e.textContent.startsWith('ready '));
+		return c && l ? [c.textContent.trim(), l.textContent.slice(6).trim()] : null })()`))
+	if err != nil {
+		t.Fatalf("read email's row and chart: %v", err)
+	}
+	if snap[0] != "27" || snap[1] != snap[0] {
+		t.Errorf("email ready: table %s, chart legend %s; want both 27", snap[0], snap[1])
+	}
+	// Fleet throughput: the cron ticks the worker completes reach the
+	// database's counters with its clock rounds, and the overview.
+	until("fleet throughput", `(() => { const c = document.querySelector('tr[data-type="tick"] td[data-k="completed"]');
+		return !!c && parseInt(c.textContent, 10) > 0 && document.querySelectorAll('#throughput svg polyline').length === 2 })()`)
 	// Let the history draw its charts, then shoot.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('svg.chart polyline').length > 0 && document.querySelectorAll('.chart-empty').length === 0`,
 		chromedp.WithPollingInterval(200*time.Millisecond))); err != nil {
@@ -392,18 +449,68 @@ func TestBrowserConsole(t *testing.T) {
 	if n := count(`#jobs tbody tr`); n != 3 {
 		t.Errorf("jobs: %d leased imports shown, want 3", n)
 	}
-	shoot(t, ctx, dir, "jobs")
 	do("job detail", click(`#jobs tbody tr:first-child a`), visible(`#detail`))
 	if st := strings.TrimSpace(text(`#detail td[data-k="state"]`)); st != "leased" {
 		t.Errorf("job detail: state %q, want leased", st)
 	}
+	if where := text(`#detail`); !strings.Contains(where, "leased until") || strings.Contains(strings.ToLower(where), "vest") || strings.Contains(where, "S(") {
+		t.Errorf("job detail is not in an operator's words: %q", where)
+	}
 	shoot(t, ctx, dir, "job")
+	// Every email job, by time, with its args; the page refreshes live and
+	// marks the type paused.
+	do("jobs by time", chromedp.Navigate(base+"/jobs?type=email&limit=100"), visible(`#jobs`))
+	until("jobs in time order with args", `(() => {
+		const rows = [...document.querySelectorAll('#jobs tbody tr')];
+		if (rows.length !== 27) return false;
+		const at = rows.map(r => parseInt(r.getAttribute('data-at'), 10));
+		const args = rows.filter(r => r.querySelector('td[data-k="args"]').textContent.includes('@example.com')).length;
+		return at.every((v, i) => i === 0 || at[i-1] <= v) && args === 20 })()`)
+	shoot(t, ctx, dir, "jobs")
+	if err := lq.q.Pause(context.Background(), "email"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lq.q.Enqueue(context.Background(), quick.NewJob{TaskType: "email", Payload: []byte(`{"to":"late@example.com"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	until("jobs page: live paused mark and new job", `!!document.querySelector('#page-title .paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
+	if err := lq.q.Resume(context.Background(), "email"); err != nil {
+		t.Fatal(err)
+	}
+	until("jobs page: the mark goes with a resume", `!document.querySelector('.paused-mark') && document.querySelectorAll('#jobs tbody tr').length === 28`)
+
+	// An unknown task type is a 404 that says so.
+	do("unknown type", chromedp.Navigate(base+"/jobs?type=nope"), visible(`#error`))
+	if e := text(`#error`); !strings.Contains(e, "unknown task type") {
+		t.Errorf("unknown type: %q", e)
+	}
+
+	// Retries: the two sync jobs waiting for their next attempt, with
+	// their errors and args; the page opens on sync without being asked.
+	do("retries", chromedp.Navigate(base+"/retries"), visible(`#retries`))
+	until("retries listed", `(() => { const rows = [...document.querySelectorAll('#retries tbody tr')];
+		return rows.length === 2 && rows.every(r => r.querySelector('td[data-k="error"]').textContent.includes('upstream answered 503') &&
+			r.querySelector('td[data-k="args"]').textContent.includes('account')) })()`)
+	shoot(t, ctx, dir, "retries")
 
 	// Dead letters: requeue the oldest through the confirmation page.
-	do("dead", chromedp.Navigate(base+"/dead?type=webhook"), visible(`#dead`))
+	// Dead letters open where they are: webhook's, though email comes
+	// first by name and has none.
+	do("dead", chromedp.Navigate(base+"/dead"), visible(`#dead`))
 	if n := atoi(t, text(`#dead-count`)); n != 6 {
 		t.Fatalf("dead letters: page shows %d, want 6", n)
 	}
+	if typ := text(`#dead-types a.on`); !strings.HasPrefix(typ, "webhook") {
+		t.Errorf("dead letters opened on %q, want webhook", typ)
+	}
+	if err := lq.q.Pause(context.Background(), "webhook"); err != nil {
+		t.Fatal(err)
+	}
+	until("dead letters: live paused mark", `!!document.querySelector('#page-title .paused-mark')`)
+	if err := lq.q.Resume(context.Background(), "webhook"); err != nil {
+		t.Fatal(err)
+	}
+	until("dead letters: the mark goes", `!document.querySelector('.paused-mark')`)
 	shoot(t, ctx, dir, "dead")
 	target := lq.dead[0]
 	do("requeue", click(`#dead tr[data-id="`+target.String()+`"] form[action$="/actions/requeue"] button`), visible(`#confirm-yes`))
@@ -426,8 +533,18 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "cron")
 
-	// Workers: one row for worker-1, which runs the imports.
+	// Workers: one row for this process, whose three workers run the 3
+	// imports; worker-1's own row below links them.
 	do("workers", chromedp.Navigate(base+"/workers"), visible(`#workers-table`))
+	procs, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => { const r = [...document.querySelectorAll('#processes tbody tr')];
+		return r.length ? r.map(e => e.querySelector('td[data-k="workers"]').textContent + "/" + e.querySelector('td[data-k="running"]').textContent) : null })()`))
+	if err != nil {
+		t.Fatalf("read the processes: %v", err)
+	}
+	if len(procs) != 1 || procs[0] != "3/3" {
+		t.Errorf("workers page: processes %v, want one with 3 workers running 3 jobs", procs)
+	}
+	until("each worker's row", `document.querySelectorAll('#workers-table tr[data-worker]').length === 3`)
 	rows, running := count(`#workers-table tr[data-worker="worker-1"]`), count(`#workers-table tr[data-worker="worker-1"] td:last-child a`)
 	if rows != 1 || running != 3 {
 		t.Errorf("workers: %d rows for worker-1 (want 1), %d running jobs linked (want 3)", rows, running)
@@ -451,7 +568,7 @@ func TestBrowserReadOnly(t *testing.T) {
 	base := serve(t, h)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for _, p := range []string{"/", "/jobs?type=report&state=scheduled", "/dead?type=webhook", "/jobs/" + lq.dead[0].String(), "/cron"} {
+	for _, p := range []string{"/", "/jobs?type=report&state=scheduled", "/dead?type=webhook", "/retries", "/jobs/" + lq.dead[0].String(), "/cron"} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // cost docs/design.md states; the confirmation page repeats it.
 
 const (
-	costPause = "quick.Queue.Pause / Resume: one transaction, one write of S(1,\"pause\",type) and one atomic add to S(1,\"pausev\"); " +
+	costPause = "quick.Queue.Pause / Resume: one transaction, one write (the type's paused mark) and one atomic add (the paused types' version); " +
 		"nothing per job, nothing per claim; each running worker then does one range read of the paused types " +
 		"(docs/design.md, \"Pausing a task type\")."
 	costRunNow = "quick.Queue.RunNow: one transaction; the lookup's point reads, 2 more point reads, a clear, 2 writes and an " +
@@ -51,7 +51,7 @@ func (h *Handler) controlFor(name string, f url.Values) (spec actionSpec, ok boo
 			return actionSpec{}, true, err
 		}
 		return actionSpec{Title: "run " + id.String() + " now",
-			What: "Make the scheduled job vest now, keeping its attempts, payload and checkpoint, and wake its task type's idle workers.",
+			What: "Make the scheduled job ready now, keeping its attempts, payload and checkpoint, and wake its task type's idle workers.",
 			Cost: costRunNow,
 			run: func(ctx context.Context) (string, error) {
 				return "moved " + id.String() + " to now", h.q.RunNow(ctx, id)

@@ -48,7 +48,7 @@ func TestPageCostBounded(t *testing.T) {
 		}
 		defer h.Close()
 		out := map[string]kv.Stats{}
-		for _, p := range []string{"/", "/tenants", "/zone?type=type0&tenant=tenant0", "/jobs?type=type0", "/dead?type=type0", "/cron", "/workers"} {
+		for _, p := range []string{"/", "/tenants", "/zone?type=type0&tenant=tenant0", "/jobs?type=type0", "/retries?type=type0", "/dead?type=type0", "/cron", "/workers"} {
 			before := db.Stats()
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
@@ -68,7 +68,14 @@ func TestPageCostBounded(t *testing.T) {
 	for p, s := range big {
 		t.Logf("%-32s %d jobs per type: %d read versions, %d point reads, %d range reads, %d keys read",
 			p, 12_000, s.ReadVersions, s.Reads, s.RangeReads, s.KeysRead)
-		if s.RangeReads > small[p].RangeReads {
+		if p == "/retries?type=type0" {
+			// The retries page filters the scheduled jobs: List reads them
+			// in chunks of 500 keys up to its budget of 5,000 (10 chunks),
+			// beside its pointer batches. Bounded, but more with a backlog.
+			if s.RangeReads > 20 {
+				t.Errorf("%s: %d range reads, over List's bound of 20", p, s.RangeReads)
+			}
+		} else if s.RangeReads > small[p].RangeReads {
 			t.Errorf("%s: %d range reads with 12,000 jobs per type, %d with 600", p, s.RangeReads, small[p].RangeReads)
 		}
 		// A count reads at most about budget keys per type and a zone at

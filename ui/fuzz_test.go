@@ -16,6 +16,8 @@ func FuzzRequests(f *testing.F) {
 	f.Add("GET", "/jobs", "type=email&state=ready&limit=3", "")
 	f.Add("GET", "/jobs/x", "", "")
 	f.Add("GET", "/dead", "type=webhook&after=00ff", "")
+	f.Add("GET", "/retries", "type=email&skip=3&limit=2", "")
+	f.Add("GET", "/jobs", "type=email&skip=999999&after=T", "")
 	f.Add("POST", "/actions/purge-dead", "", "type=webhook&older=1h&keep=2")
 	f.Add("POST", "/actions/requeue-dead", "", "type=webhook&error=x&limit=5")
 	f.Add("POST", "/actions/cancel", "", "id=0192f3c4-0000-7000-8000-000000000000&confirm=yes")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // TestHistoryBounded: the ring keeps one span of samples per type and at
@@ -14,14 +16,10 @@ func TestHistoryBounded(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 500 {
 		hs.addDepth("a", depthSample{At: t0.Add(time.Duration(i) * time.Minute), Ready: i})
-		hs.addProc(procSample{At: t0.Add(time.Duration(i) * time.Minute), Completed: int64(i)})
 	}
 	got := hs.depthOf("a")
 	if len(got) != 61 || got[len(got)-1].Ready != 499 || got[0].Ready != 439 {
 		t.Fatalf("ring: %d samples, first %d, last %d; want the last 61", len(got), got[0].Ready, got[len(got)-1].Ready)
-	}
-	if len(hs.procs()) != 61 {
-		t.Fatalf("process ring: %d samples, want 61", len(hs.procs()))
 	}
 	for i := range maxTypesTracked + 50 {
 		hs.addDepth(fmt.Sprint("t", i), depthSample{At: t0})
@@ -31,17 +29,20 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
-// TestProcRates: cumulative counters become per-minute rates; a counter
-// that went back (a worker replaced) counts as zero, not negative.
-func TestProcRates(t *testing.T) {
+// TestFleetRates: the fleet's minutes, summed over task types, one step
+// per minute.
+func TestFleetRates(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	ps := []procSample{
-		{At: t0, Completed: 0, Failed: 0},
-		{At: t0.Add(30 * time.Second), Completed: 50, Failed: 5},
-		{At: t0.Add(60 * time.Second), Completed: 10, Failed: 5},
-	}
-	c, f := procRates(ps)
-	if len(c) != 2 || c[0].V != 100 || f[0].V != 10 || c[1].V != 0 || f[1].V != 0 {
+	tp := worker.Throughput{Minutes: []worker.ThroughputMinute{
+		{Minute: t0, TaskType: "a", Completed: 10, Failed: 1},
+		{Minute: t0, TaskType: "b", Completed: 5},
+		{Minute: t0.Add(time.Minute), TaskType: "a", Completed: 7, Failed: 2},
+	}}
+	now := t0.Add(time.Minute + 20*time.Second)
+	c, f := fleetRates(tp, now)
+	// Each minute a step from its start to its end; the last ends now.
+	if len(c) != 4 || c[0].V != 15 || c[1].V != 15 || f[0].V != 1 || c[2].V != 7 || f[3].V != 2 ||
+		!c[2].At.Equal(t0.Add(time.Minute)) || !c[1].At.Before(c[2].At) || !c[3].At.Equal(now) {
 		t.Fatalf("rates: completed %v failed %v", c, f)
 	}
 }

@@ -30,9 +30,10 @@ type jobsFilter struct {
 	ID       string
 	Limit    int
 	After    string
+	Skip     int // offset in the window at After (joblist.go)
 }
 
-func (f jobsFilter) query(after string) string {
+func (f jobsFilter) query(after string, skip int) string {
 	v := url.Values{}
 	v.Set("type", f.Type)
 	if f.Tenant != "" {
@@ -51,6 +52,9 @@ func (f jobsFilter) query(after string) string {
 	if after != "" {
 		v.Set("after", after)
 	}
+	if skip > 0 {
+		v.Set("skip", strconv.Itoa(skip))
+	}
 	return v.Encode()
 }
 
@@ -63,6 +67,11 @@ type jobsData struct {
 	Note    string
 	Total   typeCounts
 	Dead    bool
+	// Window is how many jobs the page's time-ordered window held, Cut
+	// whether the listing went on past it (joblist.go).
+	Window int
+	Cut    bool
+	pausedMark
 }
 
 // parseLimit reads a page size: 1 to maxPage, default def.
@@ -122,6 +131,10 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
+	if f.Skip, err = parseSkip(qv.Get("skip")); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
 	var st quick.State
 	if f.State != "" {
 		if st, err = quick.ParseState(f.State); err != nil {
@@ -145,12 +158,20 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)
 		return
 	}
+	if !slices.Contains(types, f.Type) {
+		status := http.StatusNotFound
+		if len(f.Type) > quick.MaxTaskTypeLen {
+			status = http.StatusBadRequest // no task type can be named so
+		}
+		h.fail(w, r, status, unknownType(f.Type))
+		return
+	}
 	if d.Total, err = h.typeCounts(ctx, f.Type, 1); err != nil {
 		h.fail(w, r, statusOf(err), err)
 		return
 	}
-	if !slices.Contains(types, f.Type) {
-		h.fail(w, r, http.StatusNotFound, unknownType(f.Type))
+	if d.pausedMark, err = h.pausedOf(ctx, f.Type); err != nil {
+		h.fail(w, r, statusOf(err), err)
 		return
 	}
 	switch {
@@ -187,27 +208,31 @@ func (h *Handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			d.Note = fmt.Sprintf("dead letters keep no index by unique key: this page of %d dead letters was searched", len(page.Jobs))
 		}
 		if page.Next != "" {
-			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next), 0)
 		}
 	default:
-		o := quick.ListOptions{TaskType: f.Type, State: st, Limit: f.Limit, After: after}
+		o := quick.ListOptions{TaskType: f.Type, State: st, After: after}
 		switch {
 		case f.NoTenant:
 			o.ItemSpaces = []string{""}
 		case f.Tenant != "":
 			o.ItemSpaces = []string{f.Tenant}
 		}
-		page, err := h.q.List(ctx, o)
+		page, err := h.listByTime(ctx, o, f.Skip, f.Limit, nil)
 		if err != nil {
 			h.fail(w, r, statusOf(err), err)
 			return
 		}
-		d.Jobs = page.Jobs
-		if page.Next != "" {
-			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(string(page.Next))
+		if err := h.withArgs(ctx, page.Jobs); err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		d.Jobs, d.Window, d.Cut = page.Jobs, page.Window, page.Cut
+		if page.More {
+			d.NextURL = h.cfg.Prefix + "/jobs?" + f.query(page.After, page.Skip)
 		}
 	}
-	h.render(w, r, http.StatusOK, "jobs", "Jobs", false, d)
+	h.render(w, r, http.StatusOK, "jobs", "Jobs", true, d)
 }
 
 type jobData struct {
@@ -220,6 +245,7 @@ type jobData struct {
 	Requeueable bool
 	RunNow      bool
 	CronName    string
+	pausedMark
 }
 
 // maxShownPayload bounds the payload bytes a job page shows.
@@ -250,6 +276,9 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 			d.Where = fmt.Sprintf("%s; ready since %s: waiting for a worker", zone, at)
 		default:
 			d.Where = fmt.Sprintf("%s; runs at %s", zone, at)
+			if j.Attempt > 0 {
+				d.Where = fmt.Sprintf("%s; waiting to retry: its next attempt runs at %s", zone, at)
+			}
 		}
 		d.ZoneURL = h.zoneURL(j.TaskType, j.ItemSpace)
 		d.Cancelable = true
@@ -265,6 +294,12 @@ func (h *Handler) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if name, ok := strings.CutPrefix(j.UniqueKey, "cron:"); ok {
 		d.CronName = name
+	}
+	if j.TaskType != "" {
+		if d.pausedMark, err = h.pausedOf(r.Context(), j.TaskType); err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
 	}
 	h.render(w, r, http.StatusOK, "job", "Job "+j.ID.String(), true, d)
 }

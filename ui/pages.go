@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/present"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // overviewRow is one task type on the overview.
@@ -23,6 +24,11 @@ type overviewRow struct {
 	// (quick.Queue.Pause), and PausedFor since when.
 	Paused    bool
 	PausedFor string
+	// Completed and Failed are the fleet's jobs of the type in the last
+	// hour (worker.ReadThroughput), Rate its completions in the last full
+	// minute.
+	Completed, Failed int64
+	Rate              int64
 }
 
 // topTenant is a tenant the overview names, with its ready work.
@@ -37,9 +43,12 @@ type overviewData struct {
 	Types      []overviewRow
 	Cut        int // task types not shown (beyond maxTypesTracked)
 	Throughput chart
-	HasWorkers bool
-	Sampled    string // the history's period and span
-	Budget     int
+	// ThroughputCut says the throughput read hit its limit: the latest
+	// minutes are missing.
+	ThroughputCut bool
+	Sampled       string // the history's period and span
+	Budget        int
+	At            time.Time // when the page's counts were read
 }
 
 // overviewTop is how many top tenants the overview names per task type.
@@ -63,7 +72,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, statusOf(err), err)
 		return
 	}
-	d := overviewData{HasWorkers: h.cfg.Workers != nil, Budget: h.cfg.Budget,
+	d := overviewData{Budget: h.cfg.Budget, At: now,
 		Sampled: "every " + h.cfg.SampleEvery.String() + ", kept 1h, in this process"}
 	types, d.Cut = capTypes(types)
 	workers, err := h.listWorkers(ctx)
@@ -71,6 +80,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, statusOf(err), err)
 		return
 	}
+	tp, err := worker.ReadThroughput(ctx, h.q, worker.ThroughputOptions{Since: from})
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
+	d.ThroughputCut = !tp.Exact
+	lastFull := now.Truncate(time.Minute).Add(-time.Minute)
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t, overviewTop)
 		if err != nil {
@@ -94,7 +110,18 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		if at, ok := paused[t]; ok {
 			row.Paused, row.PausedFor = true, present.Age(now.Sub(at))
 		}
-		hs := h.hist.depthOf(t)
+		for _, m := range tp.Minutes {
+			if m.TaskType == t {
+				row.Completed += m.Completed
+				row.Failed += m.Failed
+				if m.Minute.Equal(lastFull) {
+					row.Rate = m.Completed
+				}
+			}
+		}
+		// The chart ends with this page's own counts, so its legend says
+		// what the table says: one read per page, not two samples.
+		hs := append(h.hist.depthOf(t), depthSample{At: c.At, Ready: c.Ready, Leased: c.Leased, Scheduled: c.Scheduled, Dead: c.Dead, Exact: c.Exact})
 		var ready, leased, sched, dead []point
 		for i, s := range hs {
 			ready = append(ready, point{s.At, float64(s.Ready)})
@@ -113,14 +140,40 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}, from, now, "")
 		d.Types = append(d.Types, row)
 	}
-	if d.HasWorkers {
-		comp, failed := procRates(h.hist.procs())
-		d.Throughput = makeChart([]series{
-			{Name: "completed/min", Class: "s-leased", Points: comp},
-			{Name: "failed/min", Class: "s-dead", Points: failed},
-		}, from, now, "")
-	}
+	comp, failed := fleetRates(tp, now)
+	d.Throughput = makeChart([]series{
+		{Name: "completed/min", Class: "s-leased", Points: comp},
+		{Name: "failed/min", Class: "s-dead", Points: failed},
+	}, from, now, "")
 	h.render(w, r, http.StatusOK, "overview", "Overview", true, d)
+}
+
+// fleetRates sums the fleet's minutes over the task types: jobs completed
+// and failed per minute, each minute drawn as a step from its start to its
+// end (the minute in progress up to now), so that a single minute shows.
+func fleetRates(tp worker.Throughput, now time.Time) (completed, failed []point) {
+	type sum struct {
+		at   time.Time
+		c, f float64
+	}
+	var sums []sum
+	for _, m := range tp.Minutes {
+		if n := len(sums); n > 0 && sums[n-1].at.Equal(m.Minute) {
+			sums[n-1].c += float64(m.Completed)
+			sums[n-1].f += float64(m.Failed)
+			continue
+		}
+		sums = append(sums, sum{m.Minute, float64(m.Completed), float64(m.Failed)})
+	}
+	for _, s := range sums {
+		end := s.at.Add(time.Minute - time.Millisecond)
+		if end.After(now) {
+			end = now
+		}
+		completed = append(completed, point{s.at, s.c}, point{end, s.c})
+		failed = append(failed, point{s.at, s.f}, point{end, s.f})
+	}
+	return completed, failed
 }
 
 // typeChoice returns the task type a page shows: the one asked for, else

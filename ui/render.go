@@ -3,12 +3,14 @@ package ui
 import (
 	"bytes"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -32,7 +34,7 @@ func staticHandler() http.Handler {
 // pageSet holds one template per page, each the layout plus the page.
 type pageSet map[string]*template.Template
 
-var pageNames = []string{"overview", "tenants", "zone", "jobs", "job", "dead", "cron", "workers", "confirm", "error"}
+var pageNames = []string{"overview", "tenants", "zone", "jobs", "job", "dead", "retries", "cron", "workers", "confirm", "error"}
 
 func parsePages() (pageSet, error) {
 	ps := pageSet{}
@@ -155,6 +157,7 @@ var funcs = template.FuncMap{
 		}
 		return string([]rune(s)[:n-1]) + "…"
 	},
+	"args": showArgs,
 	"itoa": strconv.Itoa,
 	"add":  func(a, b int) int { return a + b },
 	"dict": func(kv ...any) map[string]any {
@@ -164,4 +167,26 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// showArgs is a job's payload in a listing: its text (JSON included) with
+// runs of white space folded, or a hex prefix when it is not text, at most
+// n characters.
+func showArgs(n int, b []byte) string {
+	if len(b) == 0 {
+		return "-"
+	}
+	if len(b) > 4*n {
+		b = b[:4*n] // enough for n characters; the cut is marked below
+	}
+	var s string
+	if present.IsText(b) {
+		s = strings.Join(strings.Fields(string(b)), " ")
+	} else {
+		s = "0x" + hex.EncodeToString(b[:min(len(b), n/2)])
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/present"
@@ -34,6 +36,9 @@ type tenantRow struct {
 	OldestAge                string
 	Lanes                    int // lanes holding jobs
 	ZoneURL                  string
+	// Limit is the tenant's limits, running against its concurrency limit
+	// ("-" without limits; quick.TenantDepth.Limits, Running).
+	Limit string
 }
 
 type tenantsSection struct {
@@ -41,6 +46,7 @@ type tenantsSection struct {
 	Tenants []tenantRow
 	// More says the budget ended before every tenant was counted.
 	More bool
+	pausedMark
 }
 
 type tenantsData struct {
@@ -91,6 +97,11 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	types, d.Cut = capTypes(types)
 	now := h.now()
+	paused, err := h.q.PausedTypes(ctx)
+	if err != nil {
+		h.fail(w, r, statusOf(err), err)
+		return
+	}
 	for _, t := range types {
 		c, err := h.typeCounts(ctx, t, d.Top)
 		if err != nil {
@@ -98,9 +109,12 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s := tenantsSection{Total: c, More: !c.TenantsExact}
+		if at, ok := paused[t]; ok {
+			s.pausedMark = pausedMark{Paused: true, PausedFor: present.Age(now.Sub(at))}
+		}
 		for _, td := range c.Tenants {
 			row := tenantRow{ItemSpace: td.ItemSpace, Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled,
-				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace)}
+				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace), Limit: limitCell(td)}
 			if !td.OldestReady.IsZero() {
 				row.OldestAge = present.Age(now.Sub(td.OldestReady))
 			}
@@ -135,6 +149,7 @@ type zoneData struct {
 	Peak      int
 	Cap       int
 	TenantURL string
+	pausedMark
 }
 
 // zonePage: one zone's meta and lane states, each lane's keys counted
@@ -159,6 +174,10 @@ func (h *Handler) zonePage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !slices.Contains(types, d.Type) {
 		h.fail(w, r, http.StatusNotFound, unknownType(d.Type))
+		return
+	}
+	if d.pausedMark, err = h.pausedOf(ctx, d.Type); err != nil {
+		h.fail(w, r, statusOf(err), err)
 		return
 	}
 	d.Lanes, d.States, d.Cap = info.Lanes, info.LaneStates, info.Cap
@@ -229,4 +248,24 @@ func tenantName(s string) string {
 		return "(no tenant)"
 	}
 	return s
+}
+
+// limitCell shows a tenant's limits: "2 of 5 running · 10/s · weight 3",
+// or "-" when it has none.
+func limitCell(td quick.TenantDepth) string {
+	l := td.Limits
+	var parts []string
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d running", td.Running, l.Concurrency))
+	}
+	if l.Rate > 0 {
+		parts = append(parts, strconv.FormatFloat(l.Rate, 'g', -1, 64)+"/s")
+	}
+	if l.Weight > 1 {
+		parts = append(parts, fmt.Sprintf("weight %d", l.Weight))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " · ")
 }

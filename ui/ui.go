@@ -13,7 +13,6 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/quick"
-	"github.com/quickfdb/quickfdb/worker"
 )
 
 // ErrConfig is returned by New for an unusable Config.
@@ -42,11 +41,6 @@ type Config struct {
 	SampleEvery time.Duration
 	// NoSampler turns the history sampler off (tests drive Sample).
 	NoSampler bool
-	// Workers, when set, returns the workers running in this process: their
-	// counters (worker.Stats) feed the throughput chart. The library keeps
-	// no history of completions in the database, so a console in a process
-	// without workers shows queue depth over time, not throughput.
-	Workers func() []*worker.Worker
 	// Clock is the time the console reads ages and samples on; default the
 	// queue's clock.
 	Clock clock.Clock
@@ -155,6 +149,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /jobs", h.jobsPage)
 	m.HandleFunc("GET /jobs/{id}", h.jobPage)
 	m.HandleFunc("GET /dead", h.deadPage)
+	m.HandleFunc("GET /retries", h.retriesPage)
 	m.HandleFunc("GET /cron", h.cronPage)
 	m.HandleFunc("GET /workers", h.workersPage)
 	m.Handle("POST /actions/{action}", h.guard.Handler(http.HandlerFunc(h.action)))

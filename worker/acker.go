@@ -157,7 +157,7 @@ func (a *acker) commit(batch []ackReq) {
 		res, err := w.q.Ack(w.bg, acks...)
 		w.stats.ackBatches.Add(1)
 		for i := range res {
-			batch[i].st.acked(batch[i].ack.Kind, res[i], nil)
+			batch[i].st.acked(batch[i].ack, res[i], nil)
 		}
 		batch = batch[len(res):]
 		// With every result in, err only joins the lost leases, which
@@ -167,7 +167,7 @@ func (a *acker) commit(batch []ackReq) {
 		}
 		if attempt == 1 {
 			for _, req := range batch {
-				req.st.acked(req.ack.Kind, quick.AckResult{}, err)
+				req.st.acked(req.ack, quick.AckResult{}, err)
 			}
 			return
 		}

@@ -8,30 +8,33 @@ import (
 	"github.com/quickfdb/quickfdb/quick"
 )
 
-// The claim loop (docs/design.md, "The worker").
+// The claim loops (docs/design.md, "The worker").
 //
 // A runner finds work through the task type's pointer index
 // (quick.Consumer.Claim): no membership read, no assignment. claimers
-// claim goroutines run side by
-// side, each on at most one lane at a time, so several claims are in flight
-// at once and a worker never waits on one commit. Each reserves the free
-// handler slots it asks for (runner.reserve), so the goroutines together
-// never start more handlers than Concurrency. A claim keeps its lane
-// (ClaimOptions.Keep) while it has vested jobs, for up to keepRounds
-// claims in a row, then lets it go so other lanes get their turn.
+// claim goroutines run side by side, each on at most one lane at a time, so
+// several claims are in flight at once and a worker never waits on one
+// commit. Goroutine 0 is the runner's scanner, the only one that reads the
+// index (scanner.go): its claims also return other vested lanes, one per
+// zone, which it hands to the other goroutines (executors) waiting for
+// work; they claim those lanes (ClaimOptions.From) and continue on them.
+// Each claim reserves the free handler slots it asks for (runner.reserve),
+// so the goroutines together never start more handlers than Concurrency. A
+// claim keeps its lane (ClaimOptions.Keep) while it has vested jobs, for up
+// to keepRounds claims in a row, then lets it go so other lanes get their
+// turn.
 //
-// Goroutine 0 leads: when it finds nothing vested it sleeps (until NextVest, an enqueue's wake-up, or the idle
-// backoff). The others, when they find nothing, park until a claim finds
-// a fresh lane with work (the index has vested lanes again) or this worker
-// hands a lane back, so an idle worker polls once per idle sleep whatever
-// claimers is.
+// The scanner, when it finds nothing vested, sleeps (until NextVest, an
+// enqueue's wake-up, an executor asking for work, or the idle backoff); the
+// executors wait for it, so an idle worker polls once per idle sleep
+// whatever claimers is.
 //
 // Short-job mode (quick.TaskTypeOptions.ShortJobs) hands jobs out under the
 // claim's lane lease; short.go keeps those lanes.
 //
 // Keys: those of quick.Consumer's Claim and ReleaseLane (quick/claim.go,
-// quick/pointer.go), and the task type's sleep and wake keys when idle
-// (waker.go); nothing of its own.
+// quick/scan.go, quick/pointer.go), and the task type's sleep and wake keys
+// when idle (waker.go); nothing of its own.
 
 // claimers is how many claims a zones runner keeps in flight at most.
 const claimers = 4
@@ -170,7 +173,9 @@ type claimer struct {
 	// ptr is a lane kept with per-job leases (Keep), or nil.
 	ptr *quick.LaneLease
 	// sl is a lane held in short-job mode this goroutine continues on.
-	sl        *shortLane
+	sl *shortLane
+	// cand is a vested lane the scanner handed this executor (scanner.go).
+	cand      *quick.LaneCandidate
 	rounds    int // claims in a row on ptr or sl
 	empties   int // idle claims in a row (leader)
 	errs      int // failed claims in a row
@@ -182,6 +187,9 @@ func (r *runner) claimLoop(i int) {
 	defer r.zloops.Done()
 	c := &claimer{r: r, i: i, park: &r.zparks[i]}
 	defer c.park.forever()
+	if i == 0 {
+		defer r.feed.drain(r)
+	}
 	defer c.letGo()
 	w := r.w
 	k := claimersFor(r.opts.Concurrency)
@@ -206,6 +214,12 @@ func (r *runner) claimLoop(i int) {
 		}
 		if i == 0 {
 			r.noteClaiming()
+		} else if c.ptr == nil && c.sl == nil && c.cand == nil && !mutant.On("worker.no-scanner") {
+			// An executor with no lane waits for the scanner (scanner.go).
+			if !c.await() {
+				return
+			}
+			continue
 		}
 		changed := r.slotsChanged()
 		// A claim continuing on a lane with more vested jobs may take up to
@@ -275,6 +289,13 @@ func (c *claimer) claim(n int) bool {
 		}
 		opts.Lane = c.ptr
 	}
+	if opts.Lane == nil {
+		if c.cand != nil {
+			opts.From, c.cand = c.cand, nil // a lane the scanner saw
+		} else if c.i == 0 {
+			opts.Scan = r.scanWidth() // one more lane per waiting executor
+		}
+	}
 	continuing := opts.Lane != nil
 	res, err := w.q.Consumer().Claim(w.bg, opts)
 	if err != nil {
@@ -302,6 +323,13 @@ func (c *claimer) claim(n int) bool {
 		return r.sleepOn(c.park, jitter(backoff(c.errs, w.cfg.MaxIdleSleep)), nil, nil, nil)
 	}
 	c.errs = 0
+	if res.Missed {
+		// Another process leased the lane since the scan: wait for the
+		// next one.
+		w.stats.emptyClaims.Add(1)
+		r.unreserve(n)
+		return true
+	}
 	short := res.Lane != nil && res.Lane.Short && !res.Lane.Lapsed
 	if short {
 		if sl == nil {
@@ -373,7 +401,13 @@ func (c *claimer) claim(n int) bool {
 		// vested early, for a key moved later since; a short-job claim
 		// keeps such a lane too.)
 		c.letGo()
+		if c.i == 0 {
+			c.distribute(res)
+		}
 		return true
+	}
+	if c.i == 0 {
+		c.distribute(res)
 	}
 	if len(res.Jobs) > 0 {
 		// Wake the parked helpers when a claim finds a fresh lane with
@@ -409,16 +443,20 @@ func (c *claimer) letGo() {
 		r.shorts.retire(c.sl)
 		c.sl = nil
 	}
+	c.cand = nil
 	c.rounds = 0
 }
 
-// idle handles a claim that found no vested lane. The leader sleeps; the
-// others park until more work shows up.
+// idle handles a claim that found no vested lane. The scanner sleeps; an
+// executor goes back to waiting for the scanner (scanner.go).
 func (c *claimer) idle(nextVest time.Time) bool {
 	r, w := c.r, c.r.w
 	if c.i != 0 {
-		more := r.moreWork()
-		return r.sleepOn(c.park, -1, nil, more, nil)
+		if mutant.On("worker.no-scanner") {
+			// Every claim goroutine reads the index, as before the scanner.
+			return r.sleepOn(c.park, -1, nil, r.moreWork(), nil)
+		}
+		return !w.stopping()
 	}
 	d := jitter(backoff(c.empties, w.cfg.MaxIdleSleep))
 	c.empties++

@@ -233,6 +233,7 @@ func (c *zclock) round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.presence.committed()
 	maxAge := 3 * clockPeriods * w.cfg.HeartbeatPeriod
 	cands := []clockCand{{id: id, since: since, standby: prevStandby}}
 	for _, s := range peers {

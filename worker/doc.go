@@ -22,7 +22,9 @@
 // happen in time, the two runs are renewed, cancelled and counted apart.
 //
 // A worker claims only while its clock is close enough to the other
-// workers' (within an eighth of its shortest lease, error included),
+// workers' (within an eighth of its shortest lease, error included: the
+// shorter of its handlers' job lease and the queue's LaneLeaseTime, so
+// 625 ms with the defaults),
 // compared through a bounded sample of their clocks (clockguard.go);
 // otherwise it stands by. The same round writes the worker's presence
 // record, which ListWorkers reads (presence.go). Nothing in the claim path

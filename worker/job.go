@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/kv"
@@ -50,6 +52,13 @@ type jobState struct {
 	// it alone. A hand-back moves the job to a lease of its own and clears
 	// it.
 	lane *shortLane
+
+	// For events (events.go): when the handler started and returned (set
+	// by runJob before settle, read under mu).
+	started, returned time.Time
+	// span is the run's span while open (tracing.go); nil without a
+	// TracerProvider.
+	span trace.Span
 }
 
 // leaveLaneLocked takes the job off its short lane, whose keeper may be
@@ -109,6 +118,7 @@ func (st *jobState) loseLocked(err error) {
 		st.r.w.count(st.r, kindConflict, 1)
 	}
 	st.r.w.log.Warn("worker: lease lost; cancelling the handler", "task_type", st.r.taskType, "id", st.first.ID, "err", err)
+	st.endSpanLocked("lease_lost", err.Error())
 	st.cancel(err)
 }
 
@@ -193,8 +203,12 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	st.leaveLaneLocked()
 	if kind == quick.AckDeadLetter {
 		w.count(st.r, kindDeadLettered, 1)
+		st.emit(EventDeadLettered, reason, 0)
+		st.endSpanLocked(EventDeadLettered.String(), reason)
 	} else {
 		w.count(st.r, kindCompleted, 1)
+		st.emit(EventCompleted, "", 0)
+		st.endSpanLocked(EventCompleted.String(), "")
 	}
 	return nil
 }
@@ -249,6 +263,7 @@ func (st *jobState) abandon() bool {
 		// the lane back (after the acks are flushed) is its release.
 		st.leaveLaneLocked()
 		st.r.w.count(st.r, kindReleased, 1)
+		st.endSpanLocked("released", "")
 		return true
 	}
 	st.r.w.acker.push(ackReq{st: st, ack: quick.Ack{Lease: st.lease, Kind: quick.AckRelease}})
@@ -309,8 +324,9 @@ func ackFor(l quick.Lease, o HandlerOptions, err error) (ack quick.Ack, lost boo
 	return ack, false
 }
 
-// acked records the outcome of the job's ack.
-func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
+// acked records the outcome of the job's ack, and sends its event.
+func (st *jobState) acked(ack quick.Ack, res quick.AckResult, err error) {
+	kind := ack.Kind
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w, r := st.r.w, st.r
@@ -321,6 +337,7 @@ func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
 		countConflict(r, err)
 		w.log.Warn("worker: ack failed; the job runs again when its lease lapses", "task_type", r.taskType, "id", st.first.ID, "ack", kind, "err", err)
 		st.phase = phaseDone
+		st.endSpanLocked("ack_failed", err.Error())
 		return
 	case res.Err != nil:
 		st.loseLocked(res.Err)
@@ -343,6 +360,23 @@ func (st *jobState) acked(kind quick.AckKind, res quick.AckResult, err error) {
 		w.count(r, kindCancelled, 1)
 	case quick.AckRelease:
 		w.count(r, kindReleased, 1)
+	}
+	ev, ok := eventOf(kind, res)
+	if ok {
+		st.emit(ev, ack.Error, ack.Delay)
+	}
+	if st.span != nil {
+		outcome, errText := "released", ""
+		if ok {
+			outcome = ev.String()
+		}
+		if ev == EventFailed || ev == EventDeadLettered {
+			errText = ack.Error
+			if errText == "" {
+				errText = outcome
+			}
+		}
+		st.endSpanLocked(outcome, errText)
 	}
 }
 

@@ -3,8 +3,10 @@ package worker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -22,22 +24,96 @@ type keeper struct {
 	done    chan struct{}
 	retryAt time.Time // after a failed round, when to try again
 
-	loopState park
+	// held are the jobs a round found held by another operation (a
+	// handler's Checkpoint or CompleteWith, the runner settling its
+	// outcome): a goroutine waits for each to be let go and wakes the
+	// keeper (awaitRelease). The keeper does not retry on the clock: what
+	// it waits for is the holder, which no clock advance moves.
+	heldMu sync.Mutex
+	held   map[*jobState]struct{}
+	// heldByTest is a job a test holds on purpose while it advances the
+	// clock (to stand for a handler stuck in a lease operation); waiting
+	// for it does not make the worker busy (waitingOnLock).
+	heldByTest atomic.Pointer[jobState]
+
+	loopState   park
+	kicks, seen atomic.Int64 // kicks not yet taken up (Worker.quiet)
 }
 
-// busyRetry is how soon a job skipped because its handler held it (in a
-// Checkpoint or CompleteWith) is looked at again.
+// busyRetry is how soon the short-job keeper (short.go) looks again at a
+// lane whose jobs' acks are in flight.
 const busyRetry = 100 * time.Millisecond
 
 // extendTimeout bounds one renewal call, far under any lease.
 const extendTimeout = 5 * time.Second
 
 func newKeeper(w *Worker) *keeper {
-	return &keeper{w: w, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+	return &keeper{w: w, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
+		held: map[*jobState]struct{}{}}
 }
 
-// kick makes the keeper look at its jobs again (a job started).
-func (k *keeper) kick() { notify(k.kickCh) }
+// kick makes the keeper look at its jobs again (a job started, or a held
+// job was let go).
+func (k *keeper) kick() {
+	k.kicks.Add(1)
+	notify(k.kickCh)
+}
+
+// pending reports a kick the loop has not taken up yet (none once it has
+// exited).
+func (k *keeper) pending() bool { return !k.exited() && k.kicks.Load() != k.seen.Load() }
+
+func (k *keeper) exited() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitRelease wakes the keeper once st, which a round found held, is let
+// go: one goroutine per held job, which takes and drops the job's mutex.
+func (k *keeper) awaitRelease(st *jobState) {
+	k.heldMu.Lock()
+	if _, waiting := k.held[st]; waiting {
+		k.heldMu.Unlock()
+		return
+	}
+	k.held[st] = struct{}{}
+	k.heldMu.Unlock()
+	go func() {
+		st.mu.Lock() // waits for the holder: the section is empty on purpose
+		st.mu.Unlock()
+		// Pending from here (Worker.quiet), before the wait is dropped:
+		// the next round sees the job let go.
+		k.kicks.Add(1)
+		k.heldMu.Lock()
+		delete(k.held, st)
+		k.heldMu.Unlock()
+		// And a round after the drop: one that found the job held again
+		// in between registered no waiter for it.
+		k.kick()
+	}()
+}
+
+// waitingOnLock reports whether the keeper waits for a job held by another
+// operation (other than one a test holds on purpose, heldByTest): the
+// worker is not quiet then, since that operation, not the clock, moves it.
+func (k *keeper) waitingOnLock() bool {
+	if k.exited() {
+		return false
+	}
+	k.heldMu.Lock()
+	defer k.heldMu.Unlock()
+	byTest := k.heldByTest.Load()
+	for st := range k.held {
+		if st != byTest {
+			return true
+		}
+	}
+	return false
+}
 
 func (k *keeper) stop() {
 	k.stopped.Do(func() { close(k.stopCh) })
@@ -49,6 +125,7 @@ func (k *keeper) run() {
 	defer k.loopState.forever()
 	w := k.w
 	for {
+		k.seen.Store(k.kicks.Load())
 		now := w.clk.Now()
 		next, again := k.round(now)
 		if again {
@@ -88,10 +165,11 @@ func (k *keeper) round(now time.Time) (next time.Time, renewed bool) {
 	for _, r := range w.snapshotRunners() {
 		lease := r.opts.Lease
 		for _, st := range r.runningJobs() {
-			// A handler in a Checkpoint or CompleteWith holds the job; a
-			// checkpoint extends the lease anyway.
+			// A handler in a Checkpoint or CompleteWith holds the job (a
+			// checkpoint extends the lease anyway), or the runner is
+			// settling its outcome: look again once it is let go.
 			if !st.mu.TryLock() {
-				earliest(now.Add(busyRetry))
+				k.awaitRelease(st)
 				continue
 			}
 			// A job under a short lane is renewed with its lane (short.go).
@@ -168,4 +246,16 @@ func unlockAll(sts []*jobState) {
 	for _, st := range sts {
 		st.mu.Unlock()
 	}
+}
+
+// renewLane renews a short-job lane lease this worker holds
+// (quick.Consumer.ExtendLane); the short-job keeper (short.go) calls it when
+// a third of the lane lease is left. Its deliberate break skips the renewal
+// and reports the lease unchanged: the lane lapses under its running jobs,
+// and a takeover runs them again (TestShortLaneRenewedWhileItsJobsRun).
+func renewLane(ctx context.Context, q *quick.Queue, p quick.LaneLease, d time.Duration) (quick.LaneLease, error) {
+	if mutant.On("worker.short-renew") {
+		return p, nil
+	}
+	return q.Consumer().ExtendLane(ctx, p, d)
 }

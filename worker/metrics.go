@@ -72,13 +72,19 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	dropped, err := meter.Int64ObservableCounter("quickfdb.worker.events.dropped",
+		metric.WithDescription("Job events lost to a subscriber's full buffer (Subscribe)."), metric.WithUnit("{event}"))
+	if err != nil {
+		return nil, err
+	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range w.snapshotRunners() {
 			set := metric.WithAttributes(attribute.String("worker", w.ID()), attribute.String("task_type", r.taskType))
 			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
 		}
+		o.ObserveInt64(dropped, w.events.dropped.Load())
 		return nil
-	}, running)
+	}, running, dropped)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +107,10 @@ func (w *Worker) count(r *runner, k counterKind, n int64) {
 		s.claimed.Add(n)
 	case kindCompleted:
 		s.completed.Add(n)
+		w.presence.tp.count(r.taskType, false, n) // fleet throughput (throughput.go)
 	case kindFailed:
 		s.failed.Add(n)
+		w.presence.tp.count(r.taskType, true, n)
 	case kindDeadLettered:
 		s.deadLettered.Add(n)
 	case kindSnoozed:

@@ -31,7 +31,7 @@ func (p *park) asleep(now time.Time) bool {
 // advance or an outside event moves it.
 func (w *Worker) quiet() bool {
 	now := w.clk.Now()
-	if !w.keeper.loopState.asleep(now) || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
+	if !w.keeper.loopState.asleep(now) || w.keeper.pending() || w.keeper.waitingOnLock() || !w.acker.loopState.asleep(now) || w.acker.pending() || !w.dutyState.asleep(now) {
 		return false
 	}
 	// The paused task types are read once, asynchronously (pause.go),
@@ -49,6 +49,9 @@ func (w *Worker) quiet() bool {
 	for _, r := range w.snapshotRunners() {
 		if !r.shorts.loopState.asleep(now) || r.shorts.pending() {
 			return false
+		}
+		if len(r.feed.ch) > 0 {
+			return false // a lane handed to an executor not yet taken up
 		}
 		for i := range r.zparks {
 			if !r.zparks[i].asleep(now) {

@@ -179,6 +179,9 @@ type presence struct {
 	key     []byte
 	process string
 	started time.Time // set by Run, before the clock loop starts
+	// tp is the worker's throughput counts, added to the fleet's minute
+	// counters with the record (throughput.go).
+	tp throughput
 }
 
 func newPresence(w *Worker) *presence {
@@ -213,35 +216,49 @@ func (p *presence) record(now time.Time) presenceRecord {
 	return r
 }
 
-// write sets the record in tr (a clock round's transaction).
+// write sets the record in tr (a clock round's transaction), with the
+// worker's throughput counts since the last committed round; committed
+// tells it the round committed.
 //
-// Keys: sets S (1, "wp", workerID).
+// Keys: sets S (1, "wp", workerID); atomic adds to S (1, "tp", minute,
+// type, kind), at most two per task type that ran jobs (throughput.go).
 func (p *presence) write(tr kv.Transaction, now time.Time) {
 	tr.Set(p.key, p.record(now).marshal())
+	p.tp.add(tr, throughputSpace(p.w.q), now)
 }
+
+// committed says the last write's transaction committed: its throughput
+// counts are in the database.
+func (p *presence) committed() { p.tp.committed() }
 
 // stop clears the record at a graceful stop, so the worker leaves the
 // listing at once rather than after presenceStale periods.
 //
-// Keys: clears S (1, "wp", workerID).
+// Its last throughput counts go with it.
+//
+// Keys: clears S (1, "wp", workerID); atomic adds to S (1, "tp", ...).
 func (p *presence) stop(ctx context.Context) error {
 	err := p.w.q.DB().Transact(ctx, func(tr kv.Transaction) error {
 		tr.Clear(p.key)
+		p.tp.add(tr, throughputSpace(p.w.q), p.w.q.Now())
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("worker: clearing the presence record: %w", err)
 	}
+	p.tp.committed()
 	return nil
 }
 
 // purgePresence clears stale presence records (workers that crashed), at
 // most presenceSweep read a pass, and returns how many it cleared. A record
 // rewritten meanwhile (a worker that was only slow) makes the commit
-// conflict and the pass retry, finding it fresh.
+// conflict and the pass retry, finding it fresh. It also clears the
+// fleet's throughput minutes past throughputKeep (throughput.go).
 //
 // Keys: one range read of S (1, "wp") of at most presenceSweep keys;
-// clears the stale ones.
+// clears the stale ones; one range clear of S (1, "tp") below the kept
+// minutes.
 func purgePresence(ctx context.Context, q *quick.Queue) (int, error) {
 	space := presenceSpace(q)
 	var n int
@@ -253,6 +270,7 @@ func purgePresence(ctx context.Context, q *quick.Queue) (int, error) {
 			return err
 		}
 		now := q.Now()
+		purgeThroughput(tr, q, now)
 		for _, p := range kvs {
 			rec, err := decodePresence(space, p)
 			if err == nil && !rec.stale(now) {

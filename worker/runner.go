@@ -50,6 +50,7 @@ type runner struct {
 	zloops   sync.WaitGroup
 	refusal  string // the claims' refusal now, for logging changes
 	shorts   *shortLanes
+	feed     *scanFeed // the scanner's hand-over to the executors (scanner.go)
 	// active counts the handler goroutines (at most Concurrency); waiting
 	// are the claimed runs (in running) that wait for one (capacity).
 	active  int
@@ -70,6 +71,7 @@ func newRunner(w *Worker, taskType string, opts HandlerOptions, exec execFunc) *
 	r.waker = newWaker(r)
 	r.zparks = make([]park, claimersFor(opts.Concurrency))
 	r.shorts = newShortLanes(r)
+	r.feed = newScanFeed()
 	return r
 }
 
@@ -219,8 +221,16 @@ func (r *runner) runJob(st *jobState) {
 		ctx, cancel = r.withTimeout(ctx, d)
 		defer cancel()
 	}
+	st.started = r.w.clk.Now()
+	ctx = st.startSpan(ctx)
 	err := r.call(ctx, st)
+	st.returned = r.w.clk.Now()
 	st.settle(err)
+	if r.w.tracer != nil {
+		st.mu.Lock()
+		st.endSpanAfterRunLocked()
+		st.mu.Unlock()
+	}
 }
 
 // withTimeout bounds a handler on the worker clock. On the real clock that

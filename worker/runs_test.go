@@ -87,7 +87,9 @@ func TestSameJobTwiceTrackedAsTwoRuns(t *testing.T) {
 
 	// The first run's renewal cannot happen (its job state is held, as by a
 	// handler stuck in a Checkpoint): the lease lapses and this worker's
-	// claim takes the job again.
+	// claim takes the job again. The test holds it on purpose while the
+	// clock moves (heldByTest: the worker counts as quiet meanwhile).
+	w.keeper.heldByTest.Store(st1)
 	st1.mu.Lock()
 	// Past the lease and an idle claim loop's longest sleep (MaxIdleSleep).
 	e.step(lease+7*time.Second, time.Second, w)

@@ -263,7 +263,7 @@ func (s *shortLanes) extend(sl *shortLane, pl time.Duration) bool {
 	w := s.r.w
 	ctx, cancel := context.WithTimeout(w.bg, extendTimeout)
 	defer cancel()
-	p, err := w.q.Consumer().ExtendLane(ctx, sl.p, pl)
+	p, err := renewLane(ctx, w.q, sl.p, pl)
 	w.stats.extensions.Add(1)
 	if err != nil {
 		if quick.IsLaneLost(err) {

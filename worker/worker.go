@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/quick"
@@ -31,6 +32,13 @@ type Config struct {
 	Logger *slog.Logger
 	// MeterProvider receives the worker's metrics. Default noop.
 	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per run of a handler, linked to the
+	// span its job was enqueued under (tracing.go). Default none: no span
+	// is built.
+	TracerProvider trace.TracerProvider
+	// TraceAsChild makes a run's span a child of its job's enqueue span,
+	// in that trace, instead of the root of a new trace linked to it.
+	TraceAsChild bool
 	// HeartbeatPeriod is how often the worker writes its presence record
 	// (ListWorkers; counted gone after 3 periods without one) and how the
 	// clock check paces its samples (clockguard.go). Default 1s.
@@ -108,6 +116,8 @@ type Worker struct {
 	clk clock.Clock
 	log *slog.Logger
 	met *metrics
+	// tracer makes the runs' spans; nil without Config.TracerProvider.
+	tracer trace.Tracer
 
 	mu      sync.Mutex
 	runners []*runner
@@ -144,6 +154,7 @@ type Worker struct {
 	duties    []Duty    // guarded by mu until Run
 	dutyState park      // the duty loop's sleep, for tests (quiet)
 	pause     pauses    // paused task types (pause.go)
+	events    eventHub  // job event subscriptions (events.go)
 }
 
 // New returns a worker for cfg.Queue. It writes nothing until Run.
@@ -169,6 +180,9 @@ func New(cfg Config) (*Worker, error) {
 	w.met, err = newMetrics(w, cfg.MeterProvider)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	w.acker = newAcker(w)
 	w.zclock = newZclock(w)
@@ -261,6 +275,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	runners := append([]*runner(nil), w.runners...)
 	w.mu.Unlock()
 	defer close(w.done)
+	// After every ack: a subscriber's range loop ends with the worker.
+	defer w.events.close()
 	defer w.markLoopsStarted()
 	if len(runners) == 0 {
 		return fmt.Errorf("%w: no handler registered", ErrInvalidConfig)
@@ -478,6 +494,9 @@ type Stats struct {
 	Wakeups      int64 // idle sleeps ended early by the wake watch
 	AckErrors    int64 // acks that could not be committed (their leases will lapse)
 	Running      int64 // handlers running now
+	// EventsDropped counts job events lost to a subscriber's full buffer
+	// (Subscribe).
+	EventsDropped int64
 }
 
 type statCounters struct {
@@ -496,5 +515,6 @@ func (w *Worker) Stats() Stats {
 		ClaimBatches: s.claimBatches.Load(), EmptyClaims: s.emptyClaims.Load(), AckBatches: s.ackBatches.Load(),
 		Extensions: s.extensions.Load(), Refused: s.refused.Load(), Wakeups: s.wakeups.Load(),
 		AckErrors: s.ackErrors.Load(), Running: int64(w.running()), Cancelled: s.cancelled.Load(),
+		EventsDropped: w.events.dropped.Load(),
 	}
 }

@@ -32,11 +32,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var servingRE = regexp.MustCompile(`on (http://127\.0\.0\.1:[0-9]+)/`)
+var servingRE = regexp.MustCompile(`on http://(\S+):([0-9]+)/`)
 
-// startUI runs `quick ui` with args on a free port and returns its URL and
-// a func that interrupts it and returns its error.
+// startUI runs `quick ui` with args on a free loopback port and returns
+// its URL and a func that interrupts it and returns its error.
 func startUI(t *testing.T, h *harness, args ...string) (string, func() error) {
+	t.Helper()
+	return startUIOn(t, h, "127.0.0.1:0", args...)
+}
+
+// startUIOn runs `quick ui` with args listening on listen (a port 0) and
+// returns its URL on 127.0.0.1 and a func that interrupts it.
+func startUIOn(t *testing.T, h *harness, listen string, args ...string) (string, func() error) {
 	t.Helper()
 	d, _, _ := h.deps("")
 	out, errb := &syncBuffer{}, &syncBuffer{}
@@ -44,11 +51,11 @@ func startUI(t *testing.T, h *harness, args ...string) (string, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- newApp(d).RunContext(ctx, append([]string{"quick"}, append(args, "--listen", "127.0.0.1:0")...))
+		done <- newApp(d).RunContext(ctx, append([]string{"quick"}, append(args, "--listen", listen)...))
 	}()
 	for {
 		if m := servingRE.FindStringSubmatch(out.String()); m != nil {
-			return m[1], func() error { cancel(); return <-done }
+			return "http://127.0.0.1:" + m[2], func() error { cancel(); return <-done }
 		}
 		select {
 		case err := <-done:
@@ -134,7 +141,7 @@ func TestUIBadFlags(t *testing.T) {
 	h.fails("invalid --wave", "ui", "--demo", "--wave", "0s")
 	h.fails("invalid --jobs", "ui", "--demo", "--jobs", "-1")
 	h.fails("invalid --rate", "ui", "--demo", "--rate", "100000")
-	h.fails("listen on nowhere:x", "ui", "--listen", "nowhere:x")
+	h.fails("listen on nowhere:x", "ui", "--listen", "nowhere:x", "--behind-auth")
 }
 
 // scrapeUntil reads base/metrics until it matches the regexp want (the depth

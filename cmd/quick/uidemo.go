@@ -48,8 +48,6 @@ type uiDemo struct {
 	stop func()
 }
 
-func (d *uiDemo) workers() []*worker.Worker { return d.ws }
-
 func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 	mem := memkv.Open(memkv.Options{Seed: 1})
 	scale := func(d time.Duration) time.Duration { return d }

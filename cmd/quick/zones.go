@@ -172,7 +172,8 @@ func (a *app) tenantsCommand() *cli.Command {
 			&cli.IntFlag{Name: "budget", Value: defaultBudget, Usage: "most keys read per task type"},
 			outputFlag(false),
 		}, watchFlags()...),
-		Action: a.tenants,
+		Action:      a.tenants,
+		Subcommands: []*cli.Command{a.limitsCommand()}, // limits.go
 	}
 }
 

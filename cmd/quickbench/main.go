@@ -15,6 +15,11 @@
 //	                           on a FoundationDB cluster: wall time, jobs/s,
 //	                           the children's CPU and kv counts per job
 //	                           (internal/harness/procbench)
+//	quickbench chaos [flags]   producers, 4 worker processes and cron on a
+//	                           local multi-process cluster while server
+//	                           processes are killed, excluded, the
+//	                           coordinators changed, then a checker
+//	                           (internal/harness/chaos)
 //
 // Bench, tenants, scale and soak run on memkv with FoundationDB's published
 // latencies injected; bench and soak run on a real cluster with
@@ -56,6 +61,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return procsCmd(ctx, args[1:], stdout, stderr)
 	case procsWorkerCmdName: // procs' children; not in the usage
 		return procsWorkerCmd(ctx, args[1:], stdout, stderr)
+	case "chaos":
+		return chaosCmd(ctx, args[1:], stdout, stderr)
+	case chaosWorkerCmdName: // chaos's worker processes; not in the usage
+		return chaosWorkerCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
@@ -70,5 +79,6 @@ func usage(w io.Writer) {
        quickbench soak [flags]    (quickbench soak -h for flags)
        quickbench tenants [flags] (one tenant's big backlog against many small tenants)
        quickbench scale [flags]   (idle reads per worker and claims against workers, simulated)
-       quickbench procs [flags]   (a backlog drained by 1, 4, 16 worker processes on FoundationDB; needs -tags fdb)`)
+       quickbench procs [flags]   (a backlog drained by 1, 4, 16 worker processes on FoundationDB; needs -tags fdb)
+       quickbench chaos [flags]   (queue under server faults on a local FoundationDB cluster, -fdb-bin; memkv without; then a checker)`)
 }

@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -142,6 +143,20 @@ func runWorker(ctx context.Context, q *quick.Queue) error {
 	}
 	return w.Run(ctx) // until ctx is done; then finishes or releases its jobs
 	// readme:end
+}
+
+// logFailures is the README's event subscriber: it logs the jobs w fails
+// or dead-letters until stop is called or w.Run returns.
+func logFailures(w *worker.Worker) (stop func()) {
+	// readme:begin events
+	events, cancel := w.Subscribe(worker.EventFailed, worker.EventDeadLettered)
+	go func() {
+		for ev := range events { // closed by cancel(), or when w.Run returns
+			log.Printf("%s %s attempt %d: %s", ev.Kind, ev.ID, ev.Attempt, ev.Error)
+		}
+	}()
+	// readme:end
+	return cancel
 }
 
 func sendEmail(ctx context.Context, job *worker.Job[SendEmail]) error {

@@ -65,6 +65,10 @@ func strategyFor(name string) (strategy, error) {
 		return zonesStrategy{keep: true}, nil
 	case "zones-16-keep":
 		return zonesStrategy{zoneLanes: 16, keep: true}, nil
+	case "zones-scan":
+		return &scanStrategy{group: scanGroup}, nil
+	case "zones-scan-1":
+		return &scanStrategy{}, nil
 	}
-	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v, or zones-keep, zones-16-keep)", name, Variants)
+	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v, or zones-keep, zones-16-keep, zones-scan, zones-scan-1)", name, Variants)
 }

@@ -94,6 +94,12 @@ type Config struct {
 	SlowFor         time.Duration `json:"slow_for,omitempty"`
 	DelayedShare    float64       `json:"delayed_share,omitempty"`
 	DelayMax        time.Duration `json:"delay_max,omitempty"`
+	// LongNames gives every tenant a name of quick.MaxItemSpaceLen bytes,
+	// every work job a unique key of quick.MaxUniqueKeyLen bytes and every
+	// failure a reason over the 2,000 bytes a job keeps: the longest keys
+	// and values a claim, an ack and a hand-back carry (issue 22, item 5:
+	// a claim of such jobs outgrew FDB's 10 MB).
+	LongNames bool `json:"long_names,omitempty"`
 	// Backoff is the retry delay of failed jobs; default 200 ms.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Verbose sends the queue's, workers' and cron's warnings to the log.
@@ -136,6 +142,7 @@ func Zones() Config {
 	c.SlowShare, c.SlowFor = 0.01, 5*time.Second
 	c.DelayedShare, c.DelayMax = 0.05, 3*time.Second
 	c.Backoff = 500 * time.Millisecond
+	c.LongNames = true
 	return c
 }
 

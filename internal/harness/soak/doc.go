@@ -44,7 +44,9 @@
 // random while workers run, lane leases lapsing as workers are killed or
 // frozen, a producer on automatic idempotency where the engine has it,
 // and jobs that checkpoint and fail, run longer than a lane lease, are
-// delayed, or are dead-lettered and requeued. The checker also finds a job
+// delayed, or are dead-lettered and requeued; every tenant name, work job's
+// unique key and failure reason is as long as quick takes (Config.LongNames:
+// 256, 512 and over 2,000 bytes). The checker also finds a job
 // stored twice (queued twice, or queued and dead), claimed twice at one
 // attempt, completed by a run that was not its last claim (token, worker
 // and attempt: a short-job hand-out keeps the job's token), and lookup

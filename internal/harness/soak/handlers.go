@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,14 +68,14 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		}
 		switch p.Kind {
 		case KindPoison:
-			return errors.New(p.Kind + " failure")
+			return h.failure(p.Kind + " failure")
 		case KindTransient:
 			if l.Attempt == 1 {
-				return errors.New(p.Kind + " failure")
+				return h.failure(p.Kind + " failure")
 			}
 		case KindRequeue:
 			if epoch == 0 {
-				return errors.New("failing until requeued")
+				return h.failure("failing until requeued")
 			}
 		case KindSlow:
 			select {
@@ -90,7 +89,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 				if err := job.Checkpoint(ctx, []byte(want)); err != nil {
 					return err
 				}
-				return errors.New("checkpointed; failing once")
+				return h.failure("checkpointed; failing once")
 			}
 			if string(l.Checkpoint) != want {
 				h.rec.problem(fmt.Sprintf("job %s (checkpoint) resumed from checkpoint %q, stored %q", l.ID, l.Checkpoint, want))

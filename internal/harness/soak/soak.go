@@ -411,7 +411,7 @@ func (h *harness) enqueueOne(ctx context.Context, q *quick.Queue, rng *rand.Rand
 	body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
 	id := q.NewID()
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: tt, ItemSpace: tenant, Payload: body, MaxAttempts: maxAttempts, Delay: delay})
+	_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: tt, ItemSpace: tenant, Payload: body, MaxAttempts: maxAttempts, Delay: delay, UniqueKey: h.uniqueKey(id)})
 	cancel()
 	if err != nil {
 		h.logger.Warn("soak: enqueue", "id", id, "err", err)
@@ -540,6 +540,10 @@ func (r Report) WriteSummary(w io.Writer) {
 			v.Tenants, r.Config.ownSpaces(), r.Config.HotShare, v.Short, r.Resizes, r.ResizeErrors, r.Config.laneLease())
 		fmt.Fprintf(w, "zones jobs:              %d completed after a requeue, %d resumed from a checkpoint, %d slow (%v); automatic idempotency for %d producer(s): %s\n",
 			v.Requeued, v.Resumed, v.Slow, r.Config.SlowFor, r.Config.AutoIdemProducers, idem)
+		if r.Config.LongNames {
+			fmt.Fprintf(w, "long names:              tenant names of %d bytes, unique keys of %d bytes, failure reasons over 2,000 bytes\n",
+				quick.MaxItemSpaceLen, quick.MaxUniqueKeyLen)
+		}
 	}
 	if r.DrainStalled {
 		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,9 +42,39 @@ func (h *harness) allTypes() []string { return append(h.workTypes(), cronTypes..
 func (h *harness) tenants() []string {
 	out := []string{""}
 	for i := range h.cfg.Tenants {
-		out = append(out, fmt.Sprintf("t%02d", i))
+		out = append(out, h.tenantName(i))
 	}
 	return out
+}
+
+// tenantName is tenant i's item space: t00, t01, ..., padded to the
+// longest name quick takes with Config.LongNames.
+func (h *harness) tenantName(i int) string {
+	name := fmt.Sprintf("t%02d", i)
+	if h.cfg.LongNames {
+		name += "-" + strings.Repeat("n", quick.MaxItemSpaceLen-len(name)-1)
+	}
+	return name
+}
+
+// uniqueKey is a work job's unique key with Config.LongNames (none
+// otherwise): its own ID, padded to the longest key quick takes, so it never
+// meets another job's.
+func (h *harness) uniqueKey(id quick.ID) string {
+	if !h.cfg.LongNames {
+		return ""
+	}
+	k := "u-" + id.String() + "-"
+	return k + strings.Repeat("k", quick.MaxUniqueKeyLen-len(k))
+}
+
+// failure is a handler's failure reason, longer than a job keeps with
+// Config.LongNames (the stored reason is cut to 2,000 bytes).
+func (h *harness) failure(reason string) error {
+	if h.cfg.LongNames {
+		reason += ": " + strings.Repeat("e", 2_100)
+	}
+	return errors.New(reason)
 }
 
 // pickTenant draws a job's tenant: the hot one HotShare of the time, else

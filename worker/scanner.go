@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"sync/atomic"
+
+	"github.com/quickfdb/quickfdb/quick"
+)
+
+// One scanner per runner (docs/design.md, "The worker: one scanner per
+// runner"). Claim goroutine 0 is the runner's scanner: it alone reads the
+// task type's pointer index. Its claims from the index take one lane and
+// also return up to one other vested lane per waiting executor, each of
+// another zone (quick.ClaimOptions.Scan); it hands those to the executors
+// (claim goroutines 1..claimers-1) that wait for work, which claim them
+// with quick.ClaimOptions.From in parallel transactions. A lane the scanner
+// keeps (it has more vested jobs) goes to a waiting executor too, so the
+// scanner goes back to the index at once. An executor with no lane waits
+// for the scanner; it never reads the index, so the process's claims in
+// flight are on distinct lanes and never race one another for a pointer.
+// An enqueue's wake-up wakes the scanner only (waker.go).
+//
+// An executor that finds its lane taken by another process meanwhile
+// (Claimed.Missed) waits for the next scan; one that runs out of work on
+// its lane, or lets it go after keepRounds, asks for a scan.
+//
+// Keys: none of its own (those of quick.Consumer.Claim).
+
+// feedItem is what the scanner hands a waiting executor: a vested lane to
+// claim (cand), or a lane the scanner holds and gives away (ptr with
+// per-job leases, sl in short-job mode) with the claims already made on it.
+type feedItem struct {
+	cand   *quick.LaneCandidate
+	ptr    *quick.LaneLease
+	sl     *shortLane
+	rounds int
+}
+
+// scanFeed is a runner's hand-over from scanner to executors.
+type scanFeed struct {
+	// ch holds at most one item per waiting executor (offer): an item is
+	// handed over only to an executor that waits for one, never queued
+	// where it would go stale. (Buffered, so that an executor between
+	// counting itself in waiting and receiving does not miss it.)
+	ch chan feedItem
+	// waiting counts the executors waiting for an item: how many more
+	// lanes the scanner's claims ask the index for.
+	waiting atomic.Int32
+}
+
+func newScanFeed() *scanFeed { return &scanFeed{ch: make(chan feedItem, claimers)} }
+
+// offer hands it to a waiting executor, if one waits for it; false if none
+// does. Only the scanner offers, so the items queued never outnumber the
+// executors waiting (but at a stop: drain).
+func (f *scanFeed) offer(it feedItem) bool {
+	if int(f.waiting.Load()) <= len(f.ch) {
+		return false
+	}
+	select {
+	case f.ch <- it:
+		return true
+	default:
+		return false
+	}
+}
+
+// scanWidth is how many candidates the scanner's next claim asks for.
+func (r *runner) scanWidth() int {
+	return int(min(r.feed.waiting.Load(), int32(claimers)))
+}
+
+// await is an executor with no lane waiting for the scanner. It asks for a
+// scan (the scanner may sleep, having found nothing before this executor
+// was free). It reports false when the loop must exit.
+func (c *claimer) await() bool {
+	r, w := c.r, c.r.w
+	r.feed.waiting.Add(1)
+	defer r.feed.waiting.Add(-1)
+	r.signalMore()
+	c.park.forever()
+	defer c.park.run()
+	select {
+	case it := <-r.feed.ch:
+		c.cand, c.ptr, c.sl, c.rounds = it.cand, it.ptr, it.sl, it.rounds
+		return true
+	case <-w.stopCh:
+		return false
+	case <-w.bg.Done():
+		return false
+	}
+}
+
+// distribute is the scanner after a claim: the lane it kept goes to a
+// waiting executor (the scanner goes back to the index), then the other
+// vested lanes the claim saw, one each.
+func (c *claimer) distribute(res quick.Claimed) {
+	r := c.r
+	if r.feed.waiting.Load() == 0 {
+		return
+	}
+	if c.ptr != nil || c.sl != nil {
+		if r.feed.offer(feedItem{ptr: c.ptr, sl: c.sl, rounds: c.rounds}) {
+			c.ptr, c.sl, c.rounds = nil, nil, 0
+		}
+	}
+	for i := range res.Candidates {
+		if !r.feed.offer(feedItem{cand: &res.Candidates[i]}) {
+			return
+		}
+	}
+}
+
+// drain, at the scanner's exit, lets go of the lanes left in the feed by
+// executors that stopped before taking them.
+func (f *scanFeed) drain(r *runner) {
+	for {
+		select {
+		case it := <-f.ch:
+			if it.ptr != nil || it.sl != nil {
+				(&claimer{r: r, ptr: it.ptr, sl: it.sl}).letGo()
+			}
+		default:
+			return
+		}
+	}
+}
