@@ -19,13 +19,18 @@ package metrics
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // Exporter is a MeterProvider whose metrics a Prometheus handler serves.
@@ -35,9 +40,39 @@ type Exporter struct {
 	handler  http.Handler
 }
 
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	serviceName string
+}
+
+// WithServiceName sets the service name the metrics are exported under
+// (the resource's service.name, shown by the target_info series). Without
+// it: OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) if
+// set, else the program's file name, where OpenTelemetry's default would be
+// "unknown_service:NAME".
+func WithServiceName(name string) Option {
+	return func(c *config) { c.serviceName = name }
+}
+
 // New returns an Exporter with its own Prometheus registry, holding the Go
 // runtime and process collectors besides the OpenTelemetry metrics.
-func New() (*Exporter, error) {
+//
+// Series carry only their own labels: the exporter's otel_scope_* labels
+// are off (every quickfdb metric has a name of its own, and the scope's
+// version and schema URL were empty labels on every series). target_info
+// carries the resource: the service name (WithServiceName) and the SDK's
+// attributes.
+func New(opts ...Option) (*Exporter, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	res, err := serviceResource(cfg.serviceName)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: resource: %w", err)
+	}
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(prometheus.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -45,15 +80,30 @@ func New() (*Exporter, error) {
 	if err := reg.Register(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("metrics: prometheus exporter: %w", err)
 	}
 	return &Exporter{
 		reg:      reg,
-		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)),
+		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res)),
 		handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, nil
+}
+
+// serviceResource is OpenTelemetry's default resource (the SDK's
+// attributes, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) with its service
+// name set: name if given, else the environment's, else the program's
+// file name.
+func serviceResource(name string) (*resource.Resource, error) {
+	def := resource.Default()
+	if name == "" {
+		if v, ok := def.Set().Value("service.name"); ok && !strings.HasPrefix(v.AsString(), "unknown_service") {
+			return def, nil
+		}
+		name = strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
+	}
+	return resource.Merge(def, resource.NewSchemaless(attribute.String("service.name", name)))
 }
 
 // MeterProvider is where instruments record (worker.Config.MeterProvider).

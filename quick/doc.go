@@ -22,6 +22,30 @@
 // jobs with the caller's writes, AckTx completes a job with the writes its
 // handler made. Time comes from an injectable clock (package clock).
 //
+// # Which enqueue call, which ID
+//
+// Two calls make jobs, one over the other; neither is deprecated:
+//
+//   - Insert, InsertTx, InsertMany and InsertManyTx take typed arguments
+//     (a JobArgs: a Go type whose Kind is the task type, encoded as JSON)
+//     and InsertOpts. Use them when the job's arguments are a Go type and
+//     its handler is registered with worker.Register: the type ties the
+//     producer to the handler. Most programs need only these.
+//   - Enqueue and EnqueueTx take NewJob values: a task type and a raw
+//     payload. Use them when the payload is bytes you did not make from a
+//     Go type (another service's message, a file, the quick CLI), for
+//     handlers registered with worker.RegisterRaw, or to enqueue jobs of
+//     several task types in one call. Insert is Enqueue after encoding the
+//     arguments; both cost the same.
+//
+// A job's ID is generated when you leave it zero. Make one yourself only to
+// enqueue inside your own transaction's retry loop (make it once, before
+// the loop, so a retry after commit_unknown_result finds the job the first
+// attempt made): with q.NewID(), which reads the queue's clock, so the ID's
+// time agrees with the idempotency window the queue checks it against
+// (with an injected clock, as in tests, quick.NewID(time.Now()) does not).
+// quick.NewID(t) is for code without a Queue at hand, or a time of its own.
+//
 // Beyond the job's life: Get, Cancel and RunNow find a job by ID (through
 // its lookup index, kept unless its task type is Untracked); Wait blocks
 // until a waitable job (NewJob.Waitable, Options.WaitableTypes) finishes,

@@ -706,8 +706,9 @@ func (q *Queue) EnqueueTx(tr kv.Transaction, jobs ...NewJob) ([]Enqueued, error)
 // FDB's 10 MB limit and its 1 MB advice.
 const enqueueBatchBytes = 512 << 10
 
-// Enqueue enqueues jobs in transactions of its own, as many per transaction
-// as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
+// Enqueue enqueues jobs of raw payloads (Insert takes typed arguments;
+// the package doc says which to use when) in transactions of its own, as
+// many per transaction as fit in about 512 KB. IDs are fixed before the retry loop, so a retry
 // after commit_unknown_result never creates a second job. If a later batch
 // fails, the earlier ones stay committed: the result lists them, and
 // enqueueing the same NewJobs (same IDs) again is safe.

@@ -17,7 +17,9 @@ type ID [16]byte
 // NewID returns a version 7 UUID for time t. Generate an ID once per job,
 // outside any retry loop, and pass it in NewJob.ID when enqueueing inside
 // your own transaction: a retry after commit_unknown_result then finds the
-// first attempt's job instead of creating a second.
+// first attempt's job instead of creating a second. With a Queue at hand,
+// prefer Queue.NewID, which reads the queue's clock (the one enqueue checks
+// the ID's age on); NewID is for code without one, or a time of its own.
 func NewID(t time.Time) ID {
 	id := idFloor(t)
 	if _, err := rand.Read(id[6:]); err != nil {

@@ -98,8 +98,12 @@ func (q *Queue) growZone(tr kv.Transaction, l laneRef, metaF kv.Future[[]byte], 
 	grown := lanes.Grow(n, q.opts.MaxZoneLanes)
 	m := zoneMeta{Lanes: int64(grown)}
 	tr.Set(l.z.metaKey(), m.marshal())
-	q.opts.Logger.Info("quick: growing a backlogged zone", "zone", l.String(), "lanes", grown,
-		"waited", time.Duration(nowMs-taken[0].VestMs)*time.Millisecond)
+	// In an operator's words (task type, tenant, how long work waited);
+	// the lane and priority the claim found backlogged are for Debug.
+	waited := time.Duration(nowMs-taken[0].VestMs) * time.Millisecond
+	q.opts.Logger.Info("quick: a tenant's jobs wait for workers; spreading them over more lanes so more workers take them at once",
+		"task_type", l.z.taskType, "tenant", l.z.itemSpace, "lanes", grown, "waited", waited)
+	q.opts.Logger.Debug("quick: zone grows", "lane", l.String(), "lanes", grown, "waited", waited)
 	return grown, nil
 }
 

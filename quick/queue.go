@@ -87,7 +87,9 @@ func (q *Queue) Now() time.Time { return q.opts.Clock.Now() }
 // Options returns the queue's options, defaults filled in.
 func (q *Queue) Options() Options { return q.opts }
 
-// NewID returns a new job ID from the queue's clock.
+// NewID returns a new job ID from the queue's clock: the ID to make once,
+// before your own transaction's retry loop, and pass in InsertOpts.ID or
+// NewJob.ID (the package doc, "Which enqueue call, which ID").
 func (q *Queue) NewID() ID { return NewID(q.Now()) }
 
 func validTaskType(t string) error {

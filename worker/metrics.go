@@ -63,8 +63,12 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil {
 		return nil, err
 	}
+	// A gauge is one value per label set: the worker's ID is a label, so
+	// several workers sharing a process (and a MeterProvider) each have
+	// their series instead of overwriting one. Counters need no such
+	// label: the SDK sums the workers' adds, which is the process's count.
 	running, err := meter.Int64ObservableGauge("quickfdb.worker.jobs.running",
-		metric.WithDescription("Handlers running now, per task type."), metric.WithUnit("{job}"))
+		metric.WithDescription("Handlers running now, per worker and task type."), metric.WithUnit("{job}"))
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +79,7 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range w.snapshotRunners() {
-			set := metric.WithAttributes(attribute.String("task_type", r.taskType))
+			set := metric.WithAttributes(attribute.String("worker", w.ID()), attribute.String("task_type", r.taskType))
 			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
 		}
 		o.ObserveInt64(dropped, w.events.dropped.Load())

@@ -43,7 +43,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM before they are released")
 	fs.DurationVar(&f.StatsInterval, "stats-interval", 0, "log the worker's counts this often (0: only at exit)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9464), with queue depth gauges measured by one worker of the fleet at a time")
+	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9464), with queue depth gauges measured by one worker of the fleet at a time, and probes at /healthz (the process is up) and /readyz (the worker claims and the database answers within 2s)")
 }
 
 // ErrFlags wraps the errors of bad command-line flags.

@@ -15,7 +15,7 @@ import (
 )
 
 // serveMetrics serves exp at http://addr/metrics for RunMain's
-// -metrics-listen, and runs a queue depth reporter for the worker's task
+// -metrics-listen, with /healthz and /readyz (health.go), and runs a queue depth reporter for the worker's task
 // types (only one reporter of the fleet measures at a time: see
 // metrics.DepthReporter). The returned function stops both.
 func serveMetrics(ctx context.Context, addr string, exp *qmetrics.Exporter, mp metric.MeterProvider, w *worker.Worker, logger *slog.Logger) (func(), error) {
@@ -25,9 +25,11 @@ func serveMetrics(ctx context.Context, addr string, exp *qmetrics.Exporter, mp m
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", exp.Handler())
+	mux.HandleFunc("/healthz", healthz)
+	mux.Handle("/readyz", readyz(w.Ready, w.Queue().DB(), readyTimeout))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	logger.Info("worker: serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	logger.Info("worker: serving metrics", "addr", ln.Addr().String(), "path", "/metrics", "health", "/healthz", "ready", "/readyz")
 
 	rep, err := qmetrics.NewDepthReporter(mp, qmetrics.DepthOptions{Queue: w.Queue(), Holder: w.ID(), TaskTypes: w.TaskTypes(), Logger: logger})
 	if err != nil {

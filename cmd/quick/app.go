@@ -38,6 +38,9 @@ type deps struct {
 	IsTerminal func(w io.Writer) bool
 	// FDBBuilt reports whether the binary has the FoundationDB adapter.
 	FDBBuilt bool
+	// DemoSnapshot is where `quick demo` and `quick ui --demo` save their
+	// queue by default ("": they save none unless --save says where).
+	DemoSnapshot string
 }
 
 func realDeps() deps {
@@ -48,6 +51,7 @@ func realDeps() deps {
 		OpenDirectory: fdbkv.OpenDirectory,
 		IsTerminal:    isTerminal,
 		FDBBuilt:      fdbkv.Built,
+		DemoSnapshot:  defaultSnapshotPath(),
 	}
 }
 
@@ -69,12 +73,27 @@ type app struct {
 	// counted wraps db, so commands can report what they cost.
 	counted *kv.CountedDB
 	close   []func()
+	// snap is the snapshot file the queue was loaded from (--snapshot).
+	snap *openSnapshot
+}
+
+// openSnapshot is a snapshot the CLI loaded: where from, what it said, and
+// whether a change may be saved back to it.
+type openSnapshot struct {
+	path     string
+	header   snapshotHeader
+	db       kv.Database
+	readOnly bool
+	// wall is the clock the run started with, on which the header's
+	// SavedAt is read (the real clock; tests' fake one).
+	wall clock.Clock
 }
 
 // Global flag names.
 const (
 	flagClusterFile = "cluster-file"
 	flagEmbedded    = "embedded"
+	flagSnapshot    = "snapshot"
 	flagSubspace    = "subspace"
 	flagDirectory   = "directory"
 	flagOutput      = "output"
@@ -95,7 +114,8 @@ func newApp(d deps) *cli.App {
 		Name:  "quick",
 		Usage: "operate a quickfdb job queue on FoundationDB",
 		Description: "Flags may come anywhere after quick: before or after the command and its arguments (quick jobs cancel ID --yes).\n" +
-			"Without -tags fdb the binary cannot reach FoundationDB: use --embedded to try commands on an empty in-process database, or quick demo.",
+			"Without -tags fdb the binary cannot reach FoundationDB: run quick demo, then try any command on the queue it leaves\n" +
+			"with --snapshot FILE (the demo prints the file), or use --embedded for an empty in-process database.",
 		Reader:          d.Stdin,
 		Writer:          d.Stdout,
 		ErrWriter:       d.Stderr,
@@ -108,6 +128,8 @@ func newApp(d deps) *cli.App {
 			&cli.StringFlag{Name: flagClusterFile, Aliases: []string{"C"}, EnvVars: []string{"FDB_CLUSTER_FILE"},
 				Usage: "FoundationDB cluster file (needs a binary built with -tags fdb); empty means FDB's default"},
 			&cli.BoolFlag{Name: flagEmbedded, Usage: "use an empty in-process database (memkv) instead of FoundationDB: for trying commands out"},
+			&cli.StringFlag{Name: flagSnapshot, EnvVars: []string{"QUICK_SNAPSHOT"},
+				Usage: "open the queue saved in this file by quick demo or quick ui --demo (they print where), without FoundationDB; a change is saved back to the file, or refused while the demo still runs"},
 			&cli.StringFlag{Name: flagSubspace, EnvVars: []string{"QUICK_SUBSPACE"},
 				Usage: `tuple prefix of the queue: a word (quick), words (app,jobs) or a tuple ("app","jobs",1)`, DefaultText: defaultSubspace},
 			&cli.StringFlag{Name: flagDirectory, EnvVars: []string{"QUICK_DIRECTORY"},
@@ -116,11 +138,12 @@ func newApp(d deps) *cli.App {
 		},
 		Action: unknownCommand,
 		After: func(*cli.Context) error {
+			err := a.saveSnapshot()
 			for i := len(a.close) - 1; i >= 0; i-- {
 				a.close[i]()
 			}
 			a.close = nil
-			return nil
+			return err
 		},
 		Commands: []*cli.Command{
 			a.lanesCommand(),
@@ -161,7 +184,8 @@ func unknownCommand(c *cli.Context) error {
 		if c.Command != nil && c.Command.Name != "" && c.Command.Name != "quick" {
 			name = "quick " + c.Command.Name
 		}
-		return fmt.Errorf("unknown command %q (see %s --help)", c.Args().First(), name)
+		// A usage error like any other the parser refuses: exit status 2.
+		return newUsageError(c, fmt.Errorf("unknown command %q (see %s --help)", c.Args().First(), name))
 	}
 	return cli.ShowSubcommandHelp(c)
 }
@@ -217,11 +241,21 @@ func (a *app) database(c *cli.Context) (kv.Database, error) {
 	}
 	clusterFile := globalString(c, flagClusterFile)
 	embedded := c.Bool(flagEmbedded)
+	snapshot := globalString(c, flagSnapshot)
+	clusterGiven := clusterFile != "" && clusterFile != os.Getenv("FDB_CLUSTER_FILE")
 	switch {
 	case a.d.DB != nil:
 		a.db = a.d.DB
-	case embedded && clusterFile != "" && clusterFile != os.Getenv("FDB_CLUSTER_FILE"):
+	case embedded && clusterGiven:
 		return nil, errors.New("--embedded and --cluster-file both given: choose one database")
+	case snapshot != "" && (embedded || clusterGiven):
+		return nil, errors.New("--snapshot with --embedded or --cluster-file: choose one database")
+	case snapshot != "":
+		db, err := a.openSnapshot(c.Context, snapshot)
+		if err != nil {
+			return nil, err
+		}
+		a.db = db
 	case embedded:
 		m := memkv.Open(memkv.Options{})
 		a.close = append(a.close, func() { m.Close() })
@@ -259,6 +293,9 @@ func (a *app) stats() kv.Stats {
 func (a *app) subspace(c *cli.Context, db kv.Database) (tuple.Subspace, error) {
 	sub := globalString(c, flagSubspace)
 	dir := globalString(c, flagDirectory)
+	if sub == "" && a.snap != nil {
+		sub = a.snap.header.Subspace // the demo's queue, unless told otherwise
+	}
 	if dir == "" {
 		if sub == "" {
 			sub = defaultSubspace

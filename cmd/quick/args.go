@@ -143,7 +143,7 @@ func (e *usageError) Unwrap() error { return e.err }
 // onUsageError replaces urfave/cli's default, which prints the command's
 // whole help before the error.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return newUsageError(c, err)
+	return newUsageError(c, flagValueError(c, err))
 }
 
 func newUsageError(c *cli.Context, err error) error {
@@ -232,9 +232,11 @@ func report(w io.Writer, err error) {
 
 // errorLine is the one line main prints for err: prefixed by "quick: "
 // unless it already names the program (the library's errors start with
-// "quick: ", usage errors with the command's path).
+// "quick: ", usage errors with the command's path). A library error wrapped
+// by the CLI's context ("wait for ID: quick: job not found") loses its
+// inner "quick: ", so the line names the program once.
 func errorLine(err error) string {
-	msg := err.Error()
+	msg := strings.ReplaceAll(err.Error(), ": quick: ", ": ")
 	if strings.HasPrefix(msg, "quick: ") || strings.HasPrefix(msg, "quick ") {
 		return msg
 	}

@@ -299,6 +299,11 @@ func (a *app) deadRequeueFiltered(c *cli.Context) error {
 	if err := checkTypes(c.Context, q, flt.TaskType); err != nil {
 		return err
 	}
+	for _, name := range []string{"died-within", "died-before"} {
+		if err := checkNonNegative(name, c.Duration(name)); err != nil {
+			return err
+		}
+	}
 	now := a.now()
 	if d := c.Duration("died-within"); d > 0 {
 		flt.DiedAfter = now.Add(-d)

@@ -141,6 +141,9 @@ func (a *app) cronAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkMaxAttempts(c.Int("max-attempts")); err != nil {
+		return err
+	}
 	var missed cron.MissedRuns
 	switch m := c.String("missed"); m {
 	case "run-once":

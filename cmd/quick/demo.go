@@ -40,7 +40,9 @@ func (a *app) demoCommand() *cli.Command {
 			"live until the work drains or --duration passes. While no job is ready to run, the demo's clock\n" +
 			"(leases, delays, heartbeats and job times alike) runs --fast-forward times faster, so waiting for\n" +
 			"a lease to lapse takes 2 s, not 10.\n" +
-			"It always uses the embedded engine (memkv), whatever the connection flags say.",
+			"It always uses the embedded engine (memkv), whatever the connection flags say, and saves its queue\n" +
+			"in --save FILE every second and at the end: quick --snapshot FILE stats (or any other command)\n" +
+			"then shows it from another terminal, during the run or after it.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"n"}, Value: 200, Usage: "jobs to enqueue"},
 			&cli.IntFlag{Name: "workers", Aliases: []string{"w"}, Value: 3, Usage: "workers to run"},
@@ -50,6 +52,8 @@ func (a *app) demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "kill", Value: true, Usage: "kill one worker mid-run (--kill=false to keep them all)"},
 			&cli.Float64Flag{Name: "fast-forward", Value: 5, Usage: "while no job is ready, run the demo's clock this many times faster (1: never)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log the workers' and queue's info messages to stderr"},
+			&cli.StringFlag{Name: "save", Value: a.d.DemoSnapshot,
+				Usage: "save the demo's queue in this file every second and at the end, for other commands' --snapshot (\"\": do not save)"},
 			outputFlag(false),
 		},
 		Action: a.demo,
@@ -227,6 +231,8 @@ type demoSummary struct {
 	Stats         kv.Stats         `json:"fdb_operations"`
 	PerJob        kv.PerUnit       `json:"fdb_operations_per_job"`
 	Workers       []workerStat     `json:"workers"`
+	// Snapshot is the file the demo's queue was saved in (--save).
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // workerStat is one worker's counters in the summary, with snake_case
@@ -277,21 +283,29 @@ func (a *app) demo(c *cli.Context) error {
 	kill := c.Bool("kill") && nWorkers > 1
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
 
-	out, progress := a.d.Stdout, a.d.Stdout
+	// The workers' logger (--verbose), the snapshot saver and the progress
+	// lines all write stderr, from their own goroutines: one lock keeps a
+	// writer that is not safe for concurrent use (a test's buffer) whole.
+	stderr := &lockedWriter{w: a.d.Stderr}
+	out, progress := a.d.Stdout, io.Writer(a.d.Stdout)
 	if f == formatJSON {
-		progress = a.d.Stderr // JSON gets the summary alone
+		progress = stderr // JSON gets the summary alone
 	}
 	tty := f == formatTable && a.d.IsTerminal(out)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if c.Bool("verbose") {
-		logger = slog.New(slog.NewTextHandler(a.d.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
 	// One embedded database; the workers' and producer's operations are
 	// counted, the live view's reads are not. Everything runs on the demo's
 	// clock, which fast-forwards while nothing is ready to run.
 	clk := newLapseClock()
-	mem := memkv.Open(memkv.Options{Seed: int64(c.Uint64("seed"))})
+	// The engine runs on the demo clock too: the workers' clock check reads
+	// time through read versions, and versions that kept the wall clock's
+	// pace while the demo clock ran ×5 made a worker look skewed by the
+	// lapse and stand by.
+	mem := memkv.Open(memkv.Options{Seed: int64(c.Uint64("seed")), Clock: clk})
 	defer mem.Close()
 	counted := kv.WithCounters(mem)
 	space := tuple.FromTuple(tuple.Tuple{"demo"})
@@ -304,6 +318,18 @@ func (a *app) demo(c *cli.Context) error {
 	view, err := quick.Open(ctx, mem, space, qopts)
 	if err != nil {
 		return err
+	}
+	savePath := c.String("save")
+	var saver *snapshotSaver
+	if savePath != "" {
+		saver = startSnapshotSaver(mem, savePath, "quick demo", "demo", clk, func(err error) {
+			fmt.Fprintf(stderr, "quick demo: cannot save the queue for --snapshot (the demo goes on): %v\n", err)
+		})
+		defer func() {
+			if saver != nil {
+				saver.Stop()
+			}
+		}()
 	}
 
 	// The job mix.
@@ -380,6 +406,9 @@ func (a *app) demo(c *cli.Context) error {
 		}
 	}
 	event("enqueued %d jobs (%d delayed) and a cron schedule every %v; %d workers", nJobs, delayed, every, nWorkers)
+	if savePath != "" && !tty {
+		event("saving the queue in %s every second: quick --snapshot %s stats shows it", savePath, shellQuote(savePath))
+	}
 	var reps []typeDepth
 	var hot zoneReport
 	zones := newZoneWatch()
@@ -490,6 +519,15 @@ func (a *app) demo(c *cli.Context) error {
 	sum.PerJob = sum.Stats.Per(finished)
 	for i, w := range ws {
 		sum.Workers = append(sum.Workers, toWorkerStat(ids[i], w.Stats(), counts.checkpointsOf(ids[i])))
+	}
+	if saver != nil {
+		err := saver.Stop()
+		saver = nil
+		if err != nil {
+			fmt.Fprintf(stderr, "quick demo: cannot save the queue for --snapshot: %v\n", err)
+		} else {
+			sum.Snapshot = savePath
+		}
 	}
 	if f == formatJSON {
 		if err := writeJSON(out, sum); err != nil {
@@ -726,4 +764,33 @@ func writeDemoSummary(w io.Writer, s demoSummary, bound time.Duration) {
 		fmt.Fprintf(w, "  %s: done %d, failed %d, dead %d; lease renewals %d, checkpoints %d\n",
 			ws.ID, ws.Completed, ws.Failed, ws.DeadLettered, ws.LeaseRenewals, ws.Checkpoints)
 	}
+	if s.Snapshot != "" {
+		p := shellQuote(s.Snapshot)
+		fmt.Fprintf(w, "the queue is saved in %s; try the CLI on it (no FoundationDB needed):\n", s.Snapshot)
+		fmt.Fprintf(w, "  quick --snapshot %s stats\n", p)
+		fmt.Fprintf(w, "  quick --snapshot %s dead list --type webhook\n", p)
+		fmt.Fprintf(w, "  quick --snapshot %s dead requeue --type webhook\n", p)
+	}
+}
+
+// shellQuote quotes a path for a command line to copy, when it needs it.
+func shellQuote(p string) string {
+	for _, r := range p {
+		if !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return p
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -395,11 +395,11 @@ func (a *app) enqueueCommand() *cli.Command {
 			typeFlag(),
 			&cli.StringFlag{Name: "payload", Aliases: []string{"p"}, Usage: "payload text"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the payload from a file (- is stdin)"},
-			&cli.DurationFlag{Name: "delay", Aliases: []string{"d"}, Usage: "run after this long (e.g. 30s, 2h)"},
-			&cli.TimestampFlag{Name: "at", Layout: time.RFC3339, Usage: "run at this time (RFC 3339, e.g. 2025-01-02T15:04:05Z)"},
+			&cli.DurationFlag{Name: "delay", Aliases: []string{"d"}, Usage: "run after this long (e.g. 30s, 2h; at most ten years)"},
+			&cli.TimestampFlag{Name: "at", Layout: time.RFC3339, Usage: "run at this time (RFC 3339, e.g. 2025-01-02T15:04:05Z; from a day ago to ten years ahead)"},
 			&cli.StringFlag{Name: "priority", Value: "normal", Usage: "high, normal or low"},
 			&cli.StringFlag{Name: "unique", Aliases: []string{"u"}, Usage: "unique key: while a pending or running job holds it, no second job is made"},
-			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered (0: the queue's default, 25)"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "runs before the job is dead-lettered: 1 to 10000 (0: the queue's default, 25)"},
 			&cli.StringFlag{Name: "item-space", Aliases: []string{"tenant"}, Usage: "tenant the job belongs to: its jobs of the type are its zone, a queue of its own"},
 			&cli.BoolFlag{Name: "waitable", Usage: "record the job's outcome when it finishes, for quick jobs wait (one more key per job)"},
 			outputFlag(false),
@@ -421,14 +421,19 @@ func (a *app) enqueue(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Int("max-attempts") < 0 {
-		return fmt.Errorf("invalid --max-attempts %d: want 0 (the default) or more", c.Int("max-attempts"))
+	if err := checkMaxAttempts(c.Int("max-attempts")); err != nil {
+		return err
 	}
-	if c.Duration("delay") < 0 {
-		return fmt.Errorf("invalid --delay %v: want a positive duration", c.Duration("delay"))
+	if err := checkDelay(c.Duration("delay")); err != nil {
+		return err
 	}
 	if c.IsSet("delay") && c.IsSet("at") {
 		return errors.New("--delay and --at both given: choose one")
+	}
+	if at := c.Timestamp("at"); at != nil {
+		if err := checkRunAt(a.now(), *at); err != nil {
+			return err
+		}
 	}
 	job := quick.NewJob{
 		TaskType: c.String("type"), Payload: payload, Priority: prio, Delay: c.Duration("delay"),

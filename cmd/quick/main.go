@@ -8,8 +8,9 @@
 //
 // Connecting: --cluster-file (FDB_CLUSTER_FILE) opens FoundationDB, which
 // needs a binary built with -tags fdb and FoundationDB's client library;
-// --embedded uses an empty in-process database instead (for trying commands
-// out). The queue lives under --subspace (QUICK_SUBSPACE, a tuple such as
+// --snapshot FILE (QUICK_SNAPSHOT) opens the queue `quick demo` or `quick
+// ui --demo` saved in FILE, without FoundationDB; --embedded uses an empty
+// in-process database (for trying a command's flags). The queue lives under --subspace (QUICK_SUBSPACE, a tuple such as
 // quick or ("app","jobs")) or a directory layer path --directory
 // (QUICK_DIRECTORY).
 package main

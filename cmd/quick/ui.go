@@ -85,13 +85,16 @@ func (a *app) ui(c *cli.Context) error {
 			return fmt.Errorf("invalid --rate %d: want 0 to 10,000 jobs per second", c.Int("rate"))
 		}
 		d, err := startUIDemo(ctx, uiDemoConfig{Wave: c.Duration("wave"), Jobs: c.Int("jobs"), Rate: c.Int("rate"), Workers: 3, Logger: logger,
-			MeterProvider: exp.MeterProvider()})
+			MeterProvider: exp.MeterProvider(), Save: a.d.DemoSnapshot, Stderr: a.d.Stderr})
 		if err != nil {
 			return err
 		}
 		defer d.stop()
 		q = d.q
 		what = fmt.Sprintf("the demo workload (%d jobs/s and %d more every %v, 3 workers, embedded engine)", c.Int("rate"), c.Int("jobs"), c.Duration("wave"))
+		if a.d.DemoSnapshot != "" {
+			what += fmt.Sprintf("; its queue saved every second for quick --snapshot %s", shellQuote(a.d.DemoSnapshot))
+		}
 		sample = 2 * time.Second
 	} else {
 		if q, err = a.queue(c); err != nil {

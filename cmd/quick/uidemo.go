@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -35,6 +36,10 @@ type uiDemoConfig struct {
 	Logger  *slog.Logger
 	// MeterProvider receives the workers' metrics (nil: none).
 	MeterProvider metric.MeterProvider
+	// Save is the snapshot file the queue is saved in every second, for
+	// other commands' --snapshot ("": none); Stderr gets a failed save.
+	Save   string
+	Stderr io.Writer
 }
 
 type uiDemo struct {
@@ -85,6 +90,12 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		}
 		d.ws = append(d.ws, w)
 	}
+	var saver *snapshotSaver
+	if cfg.Save != "" {
+		saver = startSnapshotSaver(mem, cfg.Save, "quick ui --demo", "demo", clock.Real(), func(err error) {
+			fmt.Fprintf(cfg.Stderr, "quick ui --demo: cannot save the queue for --snapshot (the demo goes on): %v\n", err)
+		})
+	}
 	var wg sync.WaitGroup
 	for _, w := range d.ws {
 		wg.Add(1)
@@ -132,6 +143,9 @@ func startUIDemo(ctx context.Context, cfg uiDemoConfig) (*uiDemo, error) {
 		c()
 		cancel()
 		waitTimeout(&wg, 3*time.Second)
+		if saver != nil {
+			saver.Stop()
+		}
 		mem.Close()
 	}
 	return d, nil

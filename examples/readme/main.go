@@ -101,7 +101,7 @@ func signUp(ctx context.Context, db kv.Database, tenant string, userKey, userVal
 	if err != nil {
 		return err
 	}
-	id := quick.NewID(time.Now()) // once, outside the retry loop: makes a retry after 1021 safe
+	id := q.NewID() // once, outside the retry loop: makes a retry after 1021 safe
 	return db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set(userKey, userValue)
 		// ItemSpace is the tenant: a tenant with a million jobs never delays
