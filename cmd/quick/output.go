@@ -134,9 +134,21 @@ type jobJSON struct {
 	UniqueKey     string     `json:"unique_key,omitempty"`
 	ItemSpace     string     `json:"item_space,omitempty"`
 	HasCheckpoint bool       `json:"has_checkpoint,omitempty"`
-	PayloadBytes  *int       `json:"payload_bytes,omitempty"`
-	Payload       *string    `json:"payload,omitempty"`
-	PayloadBase64 []byte     `json:"payload_base64,omitempty"`
+	// A retained finished job's times and its last attempts' errors.
+	StartedAt     *time.Time         `json:"started_at,omitempty"`
+	FinishedAt    *time.Time         `json:"finished_at,omitempty"`
+	ExpiresAt     *time.Time         `json:"expires_at,omitempty"`
+	Errors        []attemptErrorJSON `json:"errors,omitempty"`
+	PayloadBytes  *int               `json:"payload_bytes,omitempty"`
+	Payload       *string            `json:"payload,omitempty"`
+	PayloadBase64 []byte             `json:"payload_base64,omitempty"`
+}
+
+// attemptErrorJSON is one failed attempt of a retained job.
+type attemptErrorJSON struct {
+	Attempt int        `json:"attempt"`
+	At      *time.Time `json:"at,omitempty"`
+	Error   string     `json:"error"`
 }
 
 func toJobJSON(j quick.JobInfo, withPayload bool) jobJSON {
@@ -145,6 +157,10 @@ func toJobJSON(j quick.JobInfo, withPayload bool) jobJSON {
 		RunAt: timePtr(j.RunAt), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Holder: j.Holder,
 		CreatedAt: timePtr(j.CreatedAt), DeadAt: timePtr(j.DeadAt), LastError: j.LastError,
 		UniqueKey: j.UniqueKey, ItemSpace: j.ItemSpace, HasCheckpoint: j.HasCheckpoint,
+		StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt), ExpiresAt: timePtr(j.ExpiresAt),
+	}
+	for _, e := range j.Errors {
+		out.Errors = append(out.Errors, attemptErrorJSON{Attempt: e.Attempt, At: timePtr(e.At), Error: e.Error})
 	}
 	switch j.State {
 	case quick.StateScheduled, quick.StateReady, quick.StateLeased:
