@@ -213,44 +213,6 @@ func readMarkers(ctx context.Context, db kv.Database, keys Keys, batches []*Batc
 	return nil
 }
 
-// listQueued lists the jobs of tt still queued, paged.
-func listQueued(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
-	var out []quick.ID
-	var after quick.Cursor
-	for {
-		page, err := q.List(ctx, quick.ListOptions{TaskType: tt, Limit: 1000, After: after})
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range page.Jobs {
-			out = append(out, j.ID)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
-	}
-}
-
-// listDead lists the dead letters of tt, paged.
-func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
-	var out []quick.ID
-	var after quick.Cursor
-	for {
-		page, err := q.ListDead(ctx, quick.ListDeadOptions{TaskType: tt, Limit: 1000, After: after})
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range page.Jobs {
-			out = append(out, j.ID)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
-	}
-}
-
 // CronEntry is where a chain stands at the end (cron.List).
 type CronEntry struct {
 	Name   string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/harness/pages"
 	"github.com/quickfdb/quickfdb/internal/harness/procbench"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -148,10 +149,10 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 	}
 	h.Queued, h.Dead = map[string][]quick.ID{}, map[string][]quick.ID{}
 	for _, tt := range append(append([]string(nil), WorkTypes...), TypeCron) {
-		if h.Queued[tt], err = listQueued(ctx, q, tt); err != nil {
+		if h.Queued[tt], err = pages.Queued(ctx, q, tt); err != nil {
 			return nil, fmt.Errorf("chaos: list %s: %w", tt, err)
 		}
-		if h.Dead[tt], err = listDead(ctx, q, tt); err != nil {
+		if h.Dead[tt], err = pages.Dead(ctx, q, tt); err != nil {
 			return nil, fmt.Errorf("chaos: list the dead letters of %s: %w", tt, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/clock"
 	"github.com/quickfdb/quickfdb/cron"
+	"github.com/quickfdb/quickfdb/internal/harness/pages"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
@@ -419,24 +420,6 @@ func (h *harness) enqueueOne(ctx context.Context, q *quick.Queue, rng *rand.Rand
 	h.rec.job(JobRec{ID: id, Kind: kind, Producer: p, Seq: n, TaskType: tt, Tenant: tenant, Uncertain: err != nil})
 }
 
-func listDead(ctx context.Context, q *quick.Queue, tt string) ([]quick.ID, error) {
-	var out []quick.ID
-	var after quick.Cursor
-	for {
-		page, err := q.ListDead(ctx, quick.ListDeadOptions{TaskType: tt, Limit: 1000, After: after})
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range page.Jobs {
-			out = append(out, j.ID)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		after = page.Next
-	}
-}
-
 // history assembles the recorded history and reads the final database:
 // the completion records, the jobs still queued and the dead letters.
 func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) {
@@ -456,14 +439,14 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	}
 	for _, tt := range h.workTypes() {
 		hist.Pending = append(hist.Pending, queued[tt]...)
-		dead, err := listDead(ctx, q, tt)
+		dead, err := pages.Dead(ctx, q, tt)
 		if err != nil {
 			return hist, err
 		}
 		hist.Dead = append(hist.Dead, dead...)
 	}
 	for _, tt := range cronTypes {
-		dead, err := listDead(ctx, q, tt)
+		dead, err := pages.Dead(ctx, q, tt)
 		if err != nil {
 			return hist, err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/quickfdb/quickfdb/clock"
+	"github.com/quickfdb/quickfdb/internal/harness/pages"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -220,7 +221,7 @@ func (h *harness) requeuePass(ctx context.Context) bool {
 	}
 	found := false
 	for _, tt := range h.workTypes() {
-		dead, err := listDead(ctx, q, tt)
+		dead, err := pages.Dead(ctx, q, tt)
 		if err != nil {
 			continue
 		}
