@@ -101,6 +101,14 @@ func (st *jobState) notStartable() error {
 	if cause := context.Cause(st.ctx); cause != nil {
 		return cause
 	}
+	// A per-job lease that ended while the job waited (its worker was
+	// frozen, or the keeper could not renew it): another worker may have
+	// taken the job, so starting it here could run it twice. It is claimed
+	// again as any lapsed lease is. (A job under a short lane follows its
+	// lane's lease, which the lane's keeper watches.)
+	if st.lane == nil && !st.lease.Deadline.IsZero() && !st.r.w.clk.Now().Before(st.lease.Deadline) && !mutant.On("worker.start-lapsed") {
+		return fmt.Errorf("worker: job %s: its lease ended at %s, before its start: %w", st.first.ID, st.lease.Deadline.UTC().Format(time.RFC3339Nano), quick.ErrLeaseLost)
+	}
 	return nil
 }
 

@@ -73,3 +73,59 @@ func TestPrefetchedJobKnownLostNeverStarts(t *testing.T) {
 		})
 	}
 }
+
+// A prefetched job whose per-job lease ended while it waited for a slot (its
+// worker was frozen, or the keeper could not renew it) never starts under
+// that lease: another worker may have taken it (found by the chaos run: a
+// thawed worker ran a job another had completed).
+func TestPrefetchedJobWithALapsedLeaseNeverStarts(t *testing.T) {
+	e := newClockedEnv(t, zonesOptions())
+	e.enqueueTenants("prefetched", 1, 2)
+	g := newGate()
+	var mu sync.Mutex
+	started := map[runKey]bool{}
+	w := e.newWorker(Config{ID: "w"}, func(w *Worker) {
+		if err := RegisterRaw(w, "prefetched", func(ctx context.Context, j *RawJob) error {
+			mu.Lock()
+			started[keyOf(j.Lease)] = true
+			first := len(started) == 1
+			mu.Unlock()
+			if first {
+				g.enter()
+				<-g.open // holds the only slot: the other job waits
+			}
+			return nil
+		}, HandlerOptions{Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.start(w)
+	r := w.byType["prefetched"]
+	var waiting *jobState
+	e.waitFor("one running and one waiting", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if g.count() == 1 && len(r.waiting) == 1 {
+			waiting = r.waiting[0]
+			return true
+		}
+		return false
+	})
+	// The waiting job's lease ends unrenewed, as it does for a worker
+	// frozen past it: its deadline is behind the worker's clock.
+	waiting.mu.Lock()
+	lapsed := waiting.lease
+	waiting.lease.Deadline = e.clk.Now()
+	waiting.mu.Unlock()
+	g.release()
+	e.waitFor("the slot to free", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.active == 0 && len(r.waiting) == 0 && len(r.running) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if started[keyOf(lapsed)] {
+		t.Fatalf("the handler of job %s started under a lease that had ended", lapsed.ID)
+	}
+}
