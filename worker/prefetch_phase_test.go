@@ -112,7 +112,9 @@ func TestPrefetchedJobWithALapsedLeaseNeverStarts(t *testing.T) {
 		return false
 	})
 	// The waiting job's lease ends unrenewed, as it does for a worker
-	// frozen past it: its deadline is behind the worker's clock.
+	// frozen past it: the keeper stops (a round in flight ends first), so
+	// nothing renews it, and its deadline is behind the worker's clock.
+	w.keeper.stop()
 	waiting.mu.Lock()
 	lapsed := waiting.lease
 	waiting.lease.Deadline = e.clk.Now()
