@@ -370,7 +370,7 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			}
 			p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, scanPeek(opts), opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, vl.get, more)
 			if found && opts.Scan > 0 {
-				res.Candidates = candidatesOf(opts.TaskType, seen, p.lane, opts.Scan)
+				res.Candidates = q.candidatesOf(opts.TaskType, seen, p.lane, opts.Scan)
 			}
 		}
 		vl.get() // issued before the index's read: it is in by now

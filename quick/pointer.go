@@ -403,6 +403,12 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 	if peek <= 0 {
 		peek = defaultPeek
 	}
+	// A scan reads the index's head deep, with every vested entry it holds
+	// pickable, and takes the zone whose turn it is (scan.go, zone turns).
+	scan := more != nil && !mutant.On("quick.scan-shallow")
+	if scan {
+		head, peek = true, max(peek, scanDepth)
+	}
 	nowMs := now.UnixMilli()
 	snap := tr.Snapshot()
 	var reads [numPriorities]peekRead
@@ -482,6 +488,9 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		last := min(nowMs, nextFreshMs(m0))
 		if isFreshMs(m0) {
 			last = m0
+		}
+		if scan {
+			last = nowMs // zone turns order a scan's choice, not the filing time
 		}
 		pickable := func(e pointerEntry) bool { return e.PtrMs >= m0 && e.PtrMs <= last }
 		if more != nil {
@@ -579,8 +588,10 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			switch {
 			case lv != nil && lv.weighted:
 				i = q.pickIndex(lv, vested) // weighed by tenant limits (per tenant)
+			case scan:
+				i = q.pickByTurn(taskType, vested) // a scan takes each zone once a round (scan.go)
 			case more != nil:
-				i = q.pickByZone(vested) // a scan counts each zone once (scan.go)
+				i = q.pickByZone(vested)
 			default:
 				i = q.pickIndex(lv, vested)
 			}

@@ -31,6 +31,10 @@ type Queue struct {
 	// peekFrom maps a task type and priority to the oldest vested ms of
 	// its pointer index that a claim last saw (pointer.go, acquire).
 	peekFrom sync.Map
+	// scanTurns maps a task type to this process's zone turns (*zoneTurns,
+	// scan.go): which zone its scans took last, so that a round of scans
+	// takes each zone once.
+	scanTurns sync.Map
 	// pickRand, set by tests only, replaces acquire's random source so
 	// that a trial is reproducible from its seed; nil: math/rand/v2.
 	pickRand func() uint64

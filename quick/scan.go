@@ -2,6 +2,8 @@ package quick
 
 import (
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
@@ -24,8 +26,8 @@ import (
 // lane exactly one commits; the other conflicts, and its retry finds the
 // lane leased and returns Missed, not an error.
 
-// maxScan caps ClaimOptions.Scan, and so how many pointers the index read
-// of a scanning claim takes (scanPeek): a scan stays a few keys.
+// maxScan caps ClaimOptions.Scan; with it, scanDepth bounds the index
+// read of a scanning claim (scanPeek): a scan stays one read of a few kB.
 const maxScan = 32
 
 // LaneCandidate is a vested lane a claim's index read saw (Claimed.
@@ -44,24 +46,139 @@ type LaneCandidate struct {
 	ptrMs int64
 }
 
+// scanDepth is how many pointers per priority a scanning claim reads from
+// the head of the index: enough to see past every vested lane of one zone
+// grown to the default MaxZoneLanes (64), so that a tenant whose lanes were
+// all handed back before a small tenant's work arrived does not hide it
+// (issue 22: a round counted in lanes gave the hot tenant up to 64 turns
+// to a small one's one). It is also the most a scan read before
+// (2*(maxScan+1)): a scan stays one range read of a few kB.
+const scanDepth = 2 * (maxScan + 1)
+
 // scanPeek is how many pointers per priority a claim reads: ClaimOptions.
-// Peek, or enough to find Scan more zones besides the claimed one.
+// Peek, or, for a scan, scanDepth (acquireWith reads them from the head).
 func scanPeek(opts ClaimOptions) int {
 	if opts.Scan <= 0 {
 		return opts.Peek
 	}
-	return max(opts.Peek, 2*(opts.Scan+1))
+	if mutant.On("quick.scan-shallow") {
+		return max(opts.Peek, 2*(opts.Scan+1))
+	}
+	return max(opts.Peek, scanDepth)
 }
 
-// candidatesOf picks up to n candidates among the pickable entries es an
-// index read saw, in the order read (priority first): one per zone first,
-// none of picked's zone, so that a scan's round visits each zone once
-// however many lanes a hot zone has vested (issue 22, item 6, counted per
-// zone); only when the entries hold fewer other zones than n, more lanes
-// of the zones already chosen (picked's included), so that one busy zone
-// alone still keeps every waiting executor at work.
-func candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []LaneCandidate {
-	seen := map[string]bool{string(picked.z.space.Bytes()): true}
+// Zone turns: a round of a process's scans takes each zone once, counted in
+// zones, not lanes. A scan reads the vested head of the index deep
+// (scanDepth) and takes, among the zones it saw, the one this process's
+// scans took least recently (never taken first; ties by the age of the
+// zone's oldest entry), then one of that zone's oldest lanes; its
+// candidates follow in the same order, one per zone. A hot zone of many
+// lanes so gets one turn per round however many of its lanes wait ahead of
+// a small tenant's one, and a small tenant that arrives while it drains is
+// taken by the next scan that sees it (TestScanFairnessColdTenantsWithin
+// TwoRoundsCountedInClaims). Within a zone the lanes keep the index's
+// order, oldest first, but for a random pick among its first turnLanes (as
+// every claim picks among the oldest few): scanners of several processes
+// reading the same head then rarely go for the same lane.
+//
+// The turns are this process's memory only (no key): processes do not
+// agree on whose turn it is, and need not; each one's scans are fair by
+// zone, so their sum is. The memory is bounded: at maxTurns zones it
+// starts afresh, which only makes every zone look new once.
+
+// turnLanes is how many of a zone's oldest lanes a scan picks among.
+const turnLanes = defaultPeek
+
+// maxTurns bounds the zones a task type's turns remember.
+const maxTurns = 4096
+
+// zoneTurns is one task type's turns in this process.
+type zoneTurns struct {
+	mu   sync.Mutex
+	seq  uint64
+	last map[string]uint64 // zone prefix -> seq of the scan that last took it
+}
+
+func (q *Queue) turnsOf(taskType string) *zoneTurns {
+	if v, ok := q.scanTurns.Load(taskType); ok {
+		return v.(*zoneTurns)
+	}
+	v, _ := q.scanTurns.LoadOrStore(taskType, &zoneTurns{last: map[string]uint64{}})
+	return v.(*zoneTurns)
+}
+
+// took records that a scan took a lane of each zone zs.
+func (t *zoneTurns) took(zs ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.last)+len(zs) > maxTurns {
+		clear(t.last)
+	}
+	for _, z := range zs {
+		t.seq++
+		t.last[z] = t.seq
+	}
+}
+
+// order returns the zones of es in turn order (least recently taken first,
+// then by their oldest entry's place in es) and, per zone, the indexes of
+// its entries in es.
+func (t *zoneTurns) order(es []pointerEntry) ([]string, map[string][]int) {
+	var zones []string
+	lanes := map[string][]int{}
+	for i, e := range es {
+		z := string(e.Value.Zone)
+		if _, ok := lanes[z]; !ok {
+			zones = append(zones, z)
+		}
+		lanes[z] = append(lanes[z], i)
+	}
+	if mutant.On("quick.scan-turns") {
+		return zones, lanes // by age alone: the hot zone, oldest, every time
+	}
+	t.mu.Lock()
+	last := make([]uint64, len(zones))
+	for i, z := range zones {
+		last[i] = t.last[z]
+	}
+	t.mu.Unlock()
+	idx := make([]int, len(zones))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return last[idx[a]] < last[idx[b]] })
+	out := make([]string, len(zones))
+	for i, j := range idx {
+		out[i] = zones[j]
+	}
+	return out, lanes
+}
+
+// pickByTurn picks the entry of es a scan takes: the zone whose turn it
+// is, one of its turnLanes oldest lanes at random; the zone's turn is
+// taken.
+func (q *Queue) pickByTurn(taskType string, es []pointerEntry) int {
+	t := q.turnsOf(taskType)
+	zones, lanes := t.order(es)
+	in := lanes[zones[0]]
+	in = in[:min(len(in), turnLanes)]
+	i := in[q.randUint64()%uint64(len(in))]
+	t.took(zones[0])
+	return i
+}
+
+// candidatesOf picks up to n candidates among the pickable entries es a
+// scan saw, none of picked's zone: one per zone first, in turn order
+// (zoneTurns), each zone's oldest lane, so that a scan's round visits each
+// zone once however many lanes a hot zone has vested (issue 22, item 6,
+// counted per zone); only when the entries hold fewer other zones than n,
+// more lanes of the zones already chosen (picked's included), so that one
+// busy zone alone still keeps every waiting executor at work. A candidate
+// takes no turn: the consumer may have no claimer waiting for it (the
+// worker's scanner scans for its own lane too), and a zone whose turn a
+// dropped candidate took would wait a round more.
+func (q *Queue) candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []LaneCandidate {
+	pz := string(picked.z.space.Bytes())
 	used := make([]bool, len(es))
 	var out []LaneCandidate
 	add := func(i int) {
@@ -73,16 +190,25 @@ func candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []L
 			PtrAt: time.UnixMilli(e.PtrMs), lane: l, ptrMs: e.PtrMs,
 		})
 	}
-	for i, e := range es {
+	if mutant.On("quick.scan-zone-once") {
+		// Every lane in the order read: a hot zone's lanes crowd out
+		// the other zones.
+		for i := range es {
+			if len(out) == n {
+				break
+			}
+			add(i)
+		}
+		return out
+	}
+	zones, lanes := q.turnsOf(taskType).order(es)
+	for _, z := range zones {
 		if len(out) == n {
-			return out
+			break
 		}
-		zk := string(e.Value.Zone)
-		if seen[zk] && !mutant.On("quick.scan-zone-once") {
-			continue
+		if z != pz {
+			add(lanes[z][0])
 		}
-		seen[zk] = true
-		add(i)
 	}
 	for i := range es {
 		if len(out) == n {
@@ -96,14 +222,9 @@ func candidatesOf(taskType string, es []pointerEntry, picked laneRef, n int) []L
 }
 
 // pickByZone picks an entry of es at random by zone: a zone at random among
-// those es hold, then one of its lanes. A scanning claim so takes a hot
-// zone's lane no more often than a cold zone's, however many lanes the hot
-// one has vested (a pick at random by lane gave a zone of 64 lanes 64
-// turns to a one-lane zone's one).
+// those es hold, then one of its lanes. (The scans of the mutant
+// quick.scan-shallow, which read as scans did before zone turns.)
 func (q *Queue) pickByZone(es []pointerEntry) int {
-	if mutant.On("quick.scan-zone-once") {
-		return int(q.randUint64() % uint64(len(es)))
-	}
 	var zones []string
 	seen := map[string]bool{}
 	for _, e := range es {

@@ -64,9 +64,12 @@ func (f *scanFeed) offer(it feedItem) bool {
 	}
 }
 
-// scanWidth is how many candidates the scanner's next claim asks for.
+// scanWidth is how many candidates the scanner's next claim asks for: one
+// per waiting executor, and at least one, so that the scanner's every claim
+// from the index is a scan, which takes the zone whose turn it is
+// (quick/scan.go, zone turns), even when no executor waits.
 func (r *runner) scanWidth() int {
-	return int(min(r.feed.waiting.Load(), int32(claimers)))
+	return max(1, int(min(r.feed.waiting.Load(), int32(claimers))))
 }
 
 // await is an executor with no lane waiting for the scanner. It asks for a

@@ -84,7 +84,14 @@ func (c *scanClaimer) claim(ctx context.Context, max int) ([]job, time.Time, err
 	}
 	if c.ptr == nil {
 		if c.scanner {
-			opts.Scan = int(min(c.feed.waiting.Load(), scanGroup*4))
+			// A candidate per waiting claimer, and at least one: the
+			// scanner's every claim from the index is a scan, which takes
+			// the zone whose turn it is (quick/scan.go), as the worker's
+			// scanner does (worker/scanner.go, scanWidth).
+			opts.Scan = 1
+			if w := int(c.feed.waiting.Load()); w > 1 {
+				opts.Scan = min(w, scanGroup*4)
+			}
 		} else {
 			// An executor with no lane waits for its scanner.
 			c.feed.waiting.Add(1)
