@@ -133,9 +133,6 @@ func (t *zoneTurns) order(es []pointerEntry) ([]string, map[string][]int) {
 		}
 		lanes[z] = append(lanes[z], i)
 	}
-	if mutant.On("quick.scan-turns") {
-		return zones, lanes // by age alone: the hot zone, oldest, every time
-	}
 	t.mu.Lock()
 	last := make([]uint64, len(zones))
 	for i, z := range zones {
@@ -158,6 +155,9 @@ func (t *zoneTurns) order(es []pointerEntry) ([]string, map[string][]int) {
 // is, one of its turnLanes oldest lanes at random; the zone's turn is
 // taken.
 func (q *Queue) pickByTurn(taskType string, es []pointerEntry) int {
+	if mutant.On("quick.scan-turns") {
+		return q.pickByZone(es) // a zone at random, as scans picked before
+	}
 	t := q.turnsOf(taskType)
 	zones, lanes := t.order(es)
 	in := lanes[zones[0]]
@@ -222,8 +222,9 @@ func (q *Queue) candidatesOf(taskType string, es []pointerEntry, picked laneRef,
 }
 
 // pickByZone picks an entry of es at random by zone: a zone at random among
-// those es hold, then one of its lanes. (The scans of the mutant
-// quick.scan-shallow, which read as scans did before zone turns.)
+// those es hold, then one of its lanes: how scans picked before zone turns
+// (the mutants quick.scan-shallow and quick.scan-turns keep it, to show
+// what the turns buy).
 func (q *Queue) pickByZone(es []pointerEntry) int {
 	var zones []string
 	seen := map[string]bool{}
