@@ -75,8 +75,8 @@ func scanPeek(opts ClaimOptions) int {
 // candidates follow in the same order, one per zone. A hot zone of many
 // lanes so gets one turn per round however many of its lanes wait ahead of
 // a small tenant's one, and a small tenant that arrives while it drains is
-// taken by the next scan that sees it (TestScanFairnessColdTenantsWithin
-// TwoRoundsCountedInClaims). Within a zone the lanes keep the index's
+// taken by the next scan that sees it (scan_fairness_test.go, counted in
+// claims; docs/design.md, "Zone turns"). Within a zone the lanes keep the index's
 // order, oldest first, but for a random pick among its first turnLanes (as
 // every claim picks among the oldest few): scanners of several processes
 // reading the same head then rarely go for the same lane.
@@ -153,7 +153,8 @@ func (t *zoneTurns) order(es []pointerEntry) ([]string, map[string][]int) {
 
 // pickByTurn picks the entry of es a scan takes: the zone whose turn it
 // is, one of its turnLanes oldest lanes at random; the zone's turn is
-// taken.
+// taken (by a stale pick too, which acquire clears and picks again: rare,
+// and it costs that zone one turn).
 func (q *Queue) pickByTurn(taskType string, es []pointerEntry) int {
 	if mutant.On("quick.scan-turns") {
 		return q.pickByZone(es) // a zone at random, as scans picked before
