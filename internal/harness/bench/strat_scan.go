@@ -21,6 +21,11 @@ import (
 // claimer. Compare with zones-keep, where every claimer reads the index.
 type scanStrategy struct {
 	group int // claimers per process; 0: all in one
+	// rotate: the scanner keeps a lane only to hand it to a waiting
+	// claimer, and so reads the index on every claim of its own
+	// ("zones-scan-rotate", docs/design.md "Zone turns": an alternative
+	// weighed, not the worker's policy).
+	rotate bool
 
 	mu    sync.Mutex
 	feeds map[*env]map[int]*benchFeed
@@ -67,7 +72,7 @@ func (s *scanStrategy) newClaimer(e *env, id string, members []string) claimer {
 		s.feeds[e][g] = f
 	}
 	s.mu.Unlock()
-	return &scanClaimer{zonesClaimer: zonesClaimer{e: e, id: id, keep: true}, feed: f, scanner: k == 0}
+	return &scanClaimer{zonesClaimer: zonesClaimer{e: e, id: id, keep: true}, feed: f, scanner: k == 0, rotate: s.rotate}
 }
 
 // scanClaimer is one claimer of a process: its scanner or an executor.
@@ -75,6 +80,7 @@ type scanClaimer struct {
 	zonesClaimer
 	feed    *benchFeed
 	scanner bool
+	rotate  bool
 }
 
 func (c *scanClaimer) claim(ctx context.Context, max int) ([]job, time.Time, error) {
@@ -89,8 +95,12 @@ func (c *scanClaimer) claim(ctx context.Context, max int) ([]job, time.Time, err
 			// the zone whose turn it is (quick/scan.go), as the worker's
 			// scanner does (worker/scanner.go, scanWidth).
 			opts.Scan = 1
-			if w := int(c.feed.waiting.Load()); w > 1 {
+			w := int(c.feed.waiting.Load())
+			if w > 1 {
 				opts.Scan = min(w, scanGroup*4)
+			}
+			if c.rotate && w == 0 {
+				opts.Keep = false
 			}
 		} else {
 			// An executor with no lane waits for its scanner.

@@ -69,6 +69,8 @@ func strategyFor(name string) (strategy, error) {
 		return &scanStrategy{group: scanGroup}, nil
 	case "zones-scan-1":
 		return &scanStrategy{}, nil
+	case "zones-scan-rotate":
+		return &scanStrategy{group: scanGroup, rotate: true}, nil
 	}
-	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v, or zones-keep, zones-16-keep, zones-scan, zones-scan-1)", name, Variants)
+	return nil, fmt.Errorf("bench: unknown variant %q (want one of %v, or zones-keep, zones-16-keep, zones-scan, zones-scan-1, zones-scan-rotate)", name, Variants)
 }
