@@ -166,51 +166,24 @@ func (q *Queue) adoptIndexBatch(ctx context.Context, z zone, rec *moveRecord, li
 	return err
 }
 
-// adoptLanesBatch gives the next lanes of z that hold jobs (found by
-// skipping from the cursor to each lane's first key) a pointer by their
-// earliest job.
+// adoptLanesBatch gives the next lanes of z that hold jobs a pointer by
+// their earliest job (adoptLanes), from the record's cursor, and moves the
+// cursor on in the record in the same transaction; at the zone's end the
+// record's step is "done".
 //
-// Keys: per lane a range read of Z (0) limited to one key (serializable),
-// its state Z (1, prio, lane) (serializable) and the pointer it names
-// (serializable); the state and pointer written where missing or later
-// than the lane's first job; a set of S (1, "mv", itemSpace, type).
+// Keys: those of adoptLanes; a set of S (1, "mv", itemSpace, type).
 func (q *Queue) adoptLanesBatch(ctx context.Context, z zone, rec *moveRecord) error {
 	recKey := q.k.moveKey(z.itemSpace, z.taskType)
 	var next moveRecord
 	err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
 		next = *rec
-		nowMs := q.Now().UnixMilli()
-		r := z.jobs()
-		if rec.Cursor != nil {
-			r.Begin = append(bytes.Clone(z.space.Bytes()), rec.Cursor...)
+		cursor, done, err := q.adoptLanes(tr, z, rec.Cursor)
+		if err != nil {
+			return err
 		}
-		for range adoptLanesBatch {
-			kvs, err := tr.GetRange(r, kv.RangeOptions{Limit: 1}).GetSliceWithError()
-			if err != nil {
-				return err
-			}
-			if len(kvs) == 0 {
-				next.Step, next.Cursor = "", nil
-				break
-			}
-			jk, kerr := z.parseJobKey(kvs[0].Key)
-			if kerr != nil {
-				// Not a job key: skip it (a claim never reaches it, as no
-				// lane holds it).
-				r.Begin = append(bytes.Clone(kvs[0].Key), 0)
-				continue
-			}
-			l := laneRef{z: z, prio: jk.Priority, lane: jk.Lane}
-			if err := q.adoptLane(tr, l, jk.VestMs, nowMs); err != nil {
-				return err
-			}
-			r.Begin = l.laneRange().End
-		}
-		if next.Step == stepLanes {
-			next.Cursor = bytes.Clone(r.Begin[len(z.space.Bytes()):])
-		}
-		if next.Step == "" {
-			next.Step = "done"
+		next.Cursor = cursor
+		if done {
+			next.Step, next.Cursor = "done", nil
 		}
 		tr.Set(recKey, next.marshal())
 		return nil
@@ -219,6 +192,66 @@ func (q *Queue) adoptLanesBatch(ctx context.Context, z zone, rec *moveRecord) er
 		*rec = next
 	}
 	return err
+}
+
+// adoptAllLanes runs adoptLanes over the whole zone, one transaction per
+// adoptLanesBatch lanes, keeping its cursor in memory (a move's adoption
+// step, which a resume runs again whole).
+func (q *Queue) adoptAllLanes(ctx context.Context, z zone) error {
+	var cursor []byte
+	for {
+		var next []byte
+		var done bool
+		err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
+			var err error
+			next, done, err = q.adoptLanes(tr, z, cursor)
+			return err
+		})
+		if err != nil || done {
+			return err
+		}
+		cursor = next
+	}
+}
+
+// adoptLanes gives up to adoptLanesBatch lanes of z that hold jobs, from
+// cursor (a key suffix under the zone; nil: its start), a lane state and a
+// pointer by their earliest job, finding each by skipping from the cursor
+// to the next lane's first key. It returns the cursor after them, and done
+// at the zone's end.
+//
+// Keys: per lane a range read of Z (0) limited to one key (serializable),
+// its state Z (1, prio, lane) (serializable) and the pointer it names
+// (serializable); the state and pointer written where missing or later
+// than the lane's first job.
+func (q *Queue) adoptLanes(tr kv.Transaction, z zone, cursor []byte) ([]byte, bool, error) {
+	nowMs := q.Now().UnixMilli()
+	r := z.jobs()
+	if cursor != nil {
+		r.Begin = append(bytes.Clone(z.space.Bytes()), cursor...)
+	}
+	for range adoptLanesBatch {
+		kvs, err := tr.GetRange(r, kv.RangeOptions{Limit: 1}).GetSliceWithError()
+		if err != nil {
+			return nil, false, err
+		}
+		if len(kvs) == 0 {
+			return nil, true, nil
+		}
+		jk, kerr := z.parseJobKey(kvs[0].Key)
+		if kerr != nil {
+			// Not a job key: skip it (no lane holds it, so no claim
+			// reaches it; ZoneJobs shows it).
+			r.Begin = append(bytes.Clone(kvs[0].Key), 0)
+			continue
+		}
+		l := laneRef{z: z, prio: jk.Priority, lane: jk.Lane}
+		if err := q.adoptLane(tr, l, jk.VestMs, nowMs); err != nil {
+			return nil, false, err
+		}
+		r.Begin = l.laneRange().End
+	}
+	return bytes.Clone(r.Begin[len(z.space.Bytes()):]), false, nil
 }
 
 // adoptLane makes sure lane l, whose earliest job vests at vestMs, has a

@@ -172,15 +172,19 @@ func (m *mover) fence(ctx context.Context, step string, dest bool) error {
 	if err := m.save(ctx, step); err != nil {
 		return err
 	}
-	n, _, err := m.q.zoneLaneTops(ctx, m.src)
+	n, tops, err := m.q.zoneLaneTops(ctx, m.src)
 	if err != nil {
 		return err
+	}
+	for _, top := range tops {
+		n = max(n, top)
 	}
 	if err := m.q.fenceZone(ctx, m.src, m.rec.Token, m.rec.FenceUntilMs, 0); err != nil || !dest {
 		return err
 	}
-	// The destination's lanes include every lane number the source uses:
-	// a copied job keeps its lane.
+	// The destination's lanes include every lane number the source uses
+	// (its count, and any lane above it with a state): a copied job keeps
+	// its lane.
 	return m.to.fenceZone(ctx, m.dst, m.rec.Token, m.rec.FenceUntilMs, n)
 }
 
@@ -307,5 +311,11 @@ func (m *mover) adopt(ctx context.Context) error {
 			}
 		}
 	}
-	return m.to.unfenceZone(ctx, m.dst, m.rec.Token)
+	if err := m.to.unfenceZone(ctx, m.dst, m.rec.Token); err != nil {
+		return err
+	}
+	// A lane the fence did not hold (a lane number of the source's above
+	// every count it knew of) gets its pointer here: no copied job is left
+	// without one.
+	return m.to.adoptAllLanes(ctx, m.dst)
 }
