@@ -179,13 +179,13 @@ func (m *mover) fence(ctx context.Context, step string, dest bool) error {
 	for _, top := range tops {
 		n = max(n, top)
 	}
-	if err := m.q.fenceZone(ctx, m.src, m.rec.Token, m.rec.FenceUntilMs, 0); err != nil || !dest {
+	if err := m.q.fenceZone(ctx, m.src, m.rec.Token, m.rec.FenceUntilMs, 0, "quick.move-fence"); err != nil || !dest {
 		return err
 	}
 	// The destination's lanes include every lane number the source uses
 	// (its count, and any lane above it with a state): a copied job keeps
 	// its lane.
-	return m.to.fenceZone(ctx, m.dst, m.rec.Token, m.rec.FenceUntilMs, n)
+	return m.to.fenceZone(ctx, m.dst, m.rec.Token, m.rec.FenceUntilMs, n, "quick.move-fence-dest")
 }
 
 func (m *mover) run(ctx context.Context) error {

@@ -74,7 +74,10 @@ func (q *Queue) zoneLaneTops(ctx context.Context, z zone) (int, [numPriorities]i
 // Keys: per transaction up to fenceBatch lane states Z (1, prio, lane)
 // (serializable); per lane the state set and its pointer S (2, "p", ...)
 // moved to untilMs.
-func (q *Queue) fenceZone(ctx context.Context, z zone, tok uint64, untilMs int64, minLanes int) error {
+//
+// breakName names the mutant that leaves the zone unfenced (one for a
+// move's source, one for its destination).
+func (q *Queue) fenceZone(ctx context.Context, z zone, tok uint64, untilMs int64, minLanes int, breakName string) error {
 	n, tops, err := q.zoneLaneTops(ctx, z)
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func (q *Queue) fenceZone(ctx context.Context, z zone, tok uint64, untilMs int64
 		for from := 0; from < top; from += fenceBatch {
 			to := min(from+fenceBatch, top)
 			err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
-				return q.fenceLanes(tr, z, p, from, to, n, tok, untilMs)
+				return q.fenceLanes(tr, z, p, from, to, n, tok, untilMs, breakName)
 			})
 			if err != nil {
 				return err
@@ -97,7 +100,7 @@ func (q *Queue) fenceZone(ctx context.Context, z zone, tok uint64, untilMs int64
 
 // fenceLanes fences lanes [from, to) of priority p of z in tr; a lane at or
 // above n is fenced only when it has a state.
-func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n int, tok uint64, untilMs int64) error {
+func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n int, tok uint64, untilMs int64, breakName string) error {
 	states := make([]kv.Future[[]byte], to-from)
 	for i := range states {
 		states[i] = tr.Get(laneRef{z: z, prio: p, lane: from + i}.stateKey())
@@ -120,12 +123,24 @@ func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n in
 		} else if l.lane >= n {
 			continue
 		}
-		if mutant.On("quick.move-fence") {
-			continue // the break: the source stays claimable during the move
+		if fenceBroken(breakName) {
+			continue // the break: the zone stays claimable during the operation
 		}
 		q.movePointerTo(tr, l, old, laneState{PtrMs: untilMs, Token: tok, Holder: fenceHolder})
 	}
 	return nil
+}
+
+// fenceBroken reports whether the mutant named breakName is on (each
+// named literally, as .ci/mutants looks for them).
+func fenceBroken(breakName string) bool {
+	switch breakName {
+	case "quick.move-fence":
+		return mutant.On("quick.move-fence")
+	case "quick.move-fence-dest":
+		return mutant.On("quick.move-fence-dest")
+	}
+	return false
 }
 
 // parseStateKey returns the priority and lane of a lane state key.

@@ -492,7 +492,7 @@ func TestMoveRevokesLeasesItCopies(t *testing.T) {
 	}
 	z := src.q.zoneOf("email", "acme")
 	tok := newToken()
-	if err := src.q.fenceZone(r.ctx, z, tok, clk.Now().Add(time.Hour).UnixMilli(), 0); err != nil {
+	if err := src.q.fenceZone(r.ctx, z, tok, clk.Now().Add(time.Hour).UnixMilli(), 0, "quick.move-fence"); err != nil {
 		t.Fatal(err)
 	}
 	batch, err := src.q.readMoveBatch(r.ctx, z, 10)

@@ -113,7 +113,7 @@ func (q *Queue) deleteOne(ctx context.Context, itemSpace, taskType string, opts 
 	if err := q.saveOp(ctx, itemSpace, taskType, rec); err != nil {
 		return 0, resumed, err
 	}
-	if err := q.fenceZone(ctx, z, rec.Token, rec.FenceUntilMs, 0); err != nil {
+	if err := q.fenceZone(ctx, z, rec.Token, rec.FenceUntilMs, 0, ""); err != nil {
 		return rec.Done, resumed, err
 	}
 	for {
@@ -143,7 +143,7 @@ func (q *Queue) deleteOne(ctx context.Context, itemSpace, taskType string, opts 
 			if err := q.saveOp(ctx, itemSpace, taskType, rec); err != nil {
 				return rec.Done, resumed, err
 			}
-			if err := q.fenceZone(ctx, z, rec.Token, rec.FenceUntilMs, 0); err != nil {
+			if err := q.fenceZone(ctx, z, rec.Token, rec.FenceUntilMs, 0, ""); err != nil {
 				return rec.Done, resumed, err
 			}
 		}
