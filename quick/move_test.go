@@ -367,15 +367,16 @@ func faultStats(db kv.Database) kv.FaultStats {
 	return kv.FaultStats{}
 }
 
-// A move stopped after each of its steps (a crash) and called again
-// carries on from its record: every job runs once, the source is left
+// A move stopped after each of its steps (a crash) and called again, under
+// the commit faults, carries on from its record: every job runs once, the source is left
 // empty, and the lookup index and unique keys follow the jobs.
 func TestMoveTenantResumesAfterACrashAtEachStep(t *testing.T) {
 	for _, mc := range moveCases {
-		for _, at := range []string{stepFence, "batch", "batch#3", stepCopy, stepAdopt, stepDelete} {
+		for i, at := range []string{stepFence, "batch", "batch#3", stepCopy, stepAdopt, stepDelete} {
 			t.Run(mc.name+"/"+at, func(t *testing.T) {
 				clk := clock.NewFake(zepoch)
-				src, dst := mc.open(t, clk, nil)
+				f := moveFaults(uint64(100 + i))
+				src, dst := mc.open(t, clk, &f)
 				r := newMoveRun(t, clk)
 				ids := enqueueN(t, src.truth, "acme", 200, true)
 				seen := 0
