@@ -801,3 +801,53 @@ func TestMoveTenantWithConcurrentWorkers(t *testing.T) {
 	t.Logf("%d jobs, %d ran twice", n, twice)
 	assertNoTenantKeys(t, src.truth, "acme", ids)
 }
+
+// Short-job mode: a holder's lane lease is what protects the jobs it was
+// handed out. The fence takes the lane, so the holder's acks fail, and the
+// jobs run once more at the destination; nothing is lost.
+func TestMoveTenantFencesShortJobLanes(t *testing.T) {
+	clk := clock.NewFake(zepoch)
+	a, sa := fdbtest.OpenMem(t, memkv.Options{})
+	b, sb := fdbtest.OpenMem(t, memkv.Options{})
+	open := func(db kv.Database, space tuple.Subspace) *Queue {
+		q, err := Open(context.Background(), db, space, Options{Clock: clk, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	src, dst := open(a, sa), open(b, sb)
+	r := newMoveRun(t, clk)
+	ids := enqueueN(t, src, "acme", 30, false)
+	clk.Advance(time.Second)
+	held := r.claim(src, 5)
+	if len(held) == 0 || !held[0].Short() {
+		t.Fatalf("claimed %+v; want short-job leases", held)
+	}
+	for _, l := range held {
+		r.fenced[l.ID] = true
+	}
+	stop := func(_, name string) error {
+		if name == stepFence {
+			return errStop
+		}
+		return nil
+	}
+	if _, err := src.MoveTenant(r.ctx, "acme", dst, MoveOptions{afterStep: stop}); !errors.Is(err, errStop) {
+		t.Fatal(err)
+	}
+	for _, l := range held {
+		if err := src.Complete(r.ctx, l); !IsLeaseLost(err) {
+			t.Fatalf("complete under a fenced short-job lane: %v, want ErrLeaseLost", err)
+		}
+	}
+	if _, err := src.MoveTenant(r.ctx, "acme", dst, MoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	r.drain(dst)
+	if twice := r.check(ids); twice != len(held) {
+		t.Errorf("%d of the %d jobs held at the fence ran twice, want all", twice, len(held))
+	}
+	assertNoTenantKeys(t, src, "acme", ids)
+}
