@@ -31,6 +31,10 @@ type AdoptOptions struct {
 	Batch int
 	// Progress, when set, is called after each batch.
 	Progress func(TenantProgress)
+
+	// afterBatch, set by tests, runs after each batch commits: an error
+	// stops the adoption there, as a crash would.
+	afterBatch func() error
 }
 
 // adoptLanesBatch is how many lanes one transaction of the lanes step
@@ -90,10 +94,20 @@ func (q *Queue) adoptOne(ctx context.Context, itemSpace, taskType string, opts A
 		if opts.Progress != nil {
 			opts.Progress(TenantProgress{TaskType: taskType, Step: stepIndex, Done: rec.Done})
 		}
+		if opts.afterBatch != nil {
+			if err := opts.afterBatch(); err != nil {
+				return rec.Done, resumed, err
+			}
+		}
 	}
 	for rec.Step == stepLanes {
 		if err := q.adoptLanesBatch(ctx, z, rec); err != nil {
 			return rec.Done, resumed, err
+		}
+		if opts.afterBatch != nil {
+			if err := opts.afterBatch(); err != nil {
+				return rec.Done, resumed, err
+			}
 		}
 	}
 	if opts.Progress != nil {

@@ -851,3 +851,63 @@ func TestMoveTenantFencesShortJobLanes(t *testing.T) {
 	}
 	assertNoTenantKeys(t, src, "acme", ids)
 }
+
+// An adoption and a deletion stopped after a batch (a crash) and called
+// again carry on from their record, under the commit faults: every job
+// is adopted (claimable) or deleted, nothing is left of the operation.
+func TestAdoptAndDeleteResumeAfterACrash(t *testing.T) {
+	for _, stopAt := range []int{1, 3, 5} { // 5: the adoption's lanes step, the deletion's last batch
+		t.Run(fmt.Sprint("batch-", stopAt), func(t *testing.T) {
+			clk := clock.NewFake(zepoch)
+			raw, root := fdbtest.OpenMem(t, memkv.Options{})
+			srcT, dstT := root.Sub("src-t"), root.Sub("dst-t")
+			src := openSide(t, raw, root.Sub("src"), func(is string) tuple.Subspace { return srcT.Sub(is) }, clk, nil)
+			f := moveFaults(uint64(stopAt))
+			dst := openSide(t, raw, root.Sub("dst"), func(is string) tuple.Subspace { return dstT.Sub(is) }, clk, &f)
+			r := newMoveRun(t, clk)
+			if err := src.truth.SetZoneLanes(r.ctx, "email", "acme", 4); err != nil {
+				t.Fatal(err)
+			}
+			ids := enqueueN(t, src.truth, "acme", 200, true)
+			from, to := srcT.Sub("acme"), dstT.Sub("acme")
+			err := raw.Transact(r.ctx, func(tr kv.Transaction) error {
+				kvs, err := tr.GetRange(rangeOf(from), kv.RangeOptions{}).GetSliceWithError()
+				for _, kvp := range kvs {
+					tr.Set(append(bytes.Clone(to.Bytes()), kvp.Key[len(from.Bytes()):]...), kvp.Value)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopper := func() func() error {
+				n := 0
+				return func() error {
+					if n++; n == stopAt {
+						return errStop
+					}
+					return nil
+				}
+			}
+			if _, err := dst.q.AdoptTenant(r.ctx, "acme", AdoptOptions{TaskType: "email", Batch: 64, afterBatch: stopper()}); !errors.Is(err, errStop) {
+				t.Fatalf("stopped adoption: %v", err)
+			}
+			if res, err := dst.q.AdoptTenant(r.ctx, "acme", AdoptOptions{TaskType: "email", Batch: 64}); err != nil || !res.Resumed {
+				t.Fatalf("resumed adoption: %+v, %v", res, err)
+			}
+			if _, err := src.q.DeleteTenant(r.ctx, "acme", DeleteOptions{TaskType: "email", Batch: 40, afterBatch: stopper()}); !errors.Is(err, errStop) {
+				t.Fatalf("stopped deletion: %v", err)
+			}
+			if ops, err := src.q.TenantOps(r.ctx, 0); err != nil || len(ops) != 1 || ops[0].Kind != opDelete {
+				t.Fatalf("tenant ops after the crash: %+v, %v", ops, err)
+			}
+			if res, err := src.q.DeleteTenant(r.ctx, "acme", DeleteOptions{TaskType: "email", Batch: 40}); err != nil || !res.Resumed || res.Jobs != 200 {
+				t.Fatalf("resumed deletion: %+v, %v", res, err)
+			}
+			assertNoTenantKeys(t, src.truth, "acme", ids)
+			clk.Advance(time.Second)
+			r.drain(dst.q)
+			r.check(ids)
+		})
+	}
+}

@@ -27,6 +27,10 @@ type DeleteOptions struct {
 	Fence time.Duration
 	// Progress, when set, is called after each batch.
 	Progress func(TenantProgress)
+
+	// afterBatch, set by tests, runs after each batch commits: an error
+	// stops the deletion there, as a crash would.
+	afterBatch func() error
 }
 
 // TenantProgress reports a tenant operation's progress.
@@ -136,6 +140,11 @@ func (q *Queue) deleteOne(ctx context.Context, itemSpace, taskType string, opts 
 		}
 		if opts.Progress != nil {
 			opts.Progress(TenantProgress{TaskType: taskType, Step: stepDelete, Done: rec.Done})
+		}
+		if opts.afterBatch != nil {
+			if err := opts.afterBatch(); err != nil {
+				return rec.Done, resumed, err
+			}
 		}
 		if q.Now().UnixMilli() > rec.FenceUntilMs-opts.Fence.Milliseconds()/2 {
 			// Half the fence spent: renew it before it lapses.
