@@ -100,14 +100,31 @@ func (q *Queue) MoveTenant(ctx context.Context, itemSpace string, to *Queue, opt
 	return res, nil
 }
 
-// sameQueue reports whether q and to are one queue: one database and
-// subspace, so one pointer index, lookup index and unique keys.
-func (q *Queue) sameQueue(to *Queue) bool {
-	return sameDB(q.db, to.db) && bytes.Equal(q.space.Bytes(), to.space.Bytes())
+// sameDatabase reports whether q and to reach one database: the same
+// handle, or (two handles may open one cluster) the move record rec, just
+// written through q, read back through to at the same key.
+//
+// Keys: reads S (1, "mv", itemSpace, type) through to's database.
+func (q *Queue) sameDatabase(ctx context.Context, to *Queue, itemSpace, taskType string, rec *moveRecord) (bool, error) {
+	if sameDB(q.db, to.db) {
+		return true, nil
+	}
+	key := q.k.moveKey(itemSpace, taskType)
+	var v []byte
+	err := to.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		v, err = tr.Get(key).Get()
+		return err
+	})
+	if err != nil || v == nil {
+		return false, err
+	}
+	var seen moveRecord
+	return seen.unmarshal(v) == nil && seen.Token == rec.Token, nil
 }
 
 // sameDB reports whether a and b are one handle (an engine whose handle
-// type cannot be compared is taken as two databases).
+// type cannot be compared is taken as two).
 func sameDB(a, b kv.Database) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
@@ -115,13 +132,6 @@ func sameDB(a, b kv.Database) bool {
 
 func (q *Queue) moveOne(ctx context.Context, itemSpace, taskType string, to *Queue, opts MoveOptions) (int64, bool, error) {
 	src, dst := q.zoneOf(taskType, itemSpace), to.zoneOf(taskType, itemSpace)
-	same := q.sameQueue(to)
-	if sameDB(q.db, to.db) && bytes.Equal(src.space.Bytes(), dst.space.Bytes()) {
-		return 0, false, fmt.Errorf("%w: the destination zone is the source zone", ErrInvalidOption)
-	}
-	if sameDB(q.db, to.db) && (bytes.HasPrefix(src.space.Bytes(), dst.space.Bytes()) || bytes.HasPrefix(dst.space.Bytes(), src.space.Bytes())) {
-		return 0, false, fmt.Errorf("%w: the destination zone and the source zone overlap", ErrInvalidOption)
-	}
 	rec, err := q.loadOp(ctx, itemSpace, taskType)
 	if err != nil {
 		return 0, false, err
@@ -130,11 +140,27 @@ func (q *Queue) moveOne(ctx context.Context, itemSpace, taskType string, to *Que
 	switch {
 	case rec == nil:
 		rec = &moveRecord{Kind: opMove, Step: stepFence, Token: newToken(), Dest: dst.space.Bytes(), StartedMs: q.Now().UnixMilli()}
+		if err := q.saveOp(ctx, itemSpace, taskType, rec); err != nil {
+			return 0, false, err
+		}
 	case rec.Kind != opMove:
 		return 0, false, fmt.Errorf("%w: a %s at step %s", ErrTenantBusy, rec.Kind, rec.Step)
 	case !bytes.Equal(rec.Dest, dst.space.Bytes()):
 		return 0, false, fmt.Errorf("%w: a move to another destination (zone %x) at step %s", ErrTenantBusy, rec.Dest, rec.Step)
 	}
+	oneDB, err := q.sameDatabase(ctx, to, itemSpace, taskType, rec)
+	if err != nil {
+		return 0, resumed, err
+	}
+	if oneDB && (bytes.HasPrefix(src.space.Bytes(), dst.space.Bytes()) || bytes.HasPrefix(dst.space.Bytes(), src.space.Bytes())) {
+		if err := q.clearOp(ctx, itemSpace, taskType); err != nil {
+			return 0, resumed, err
+		}
+		return 0, false, fmt.Errorf("%w: the destination zone %x and the source zone %x are one or overlap", ErrInvalidOption, dst.space.Bytes(), src.space.Bytes())
+	}
+	// One database and one queue subspace: one pointer index, lookup
+	// index and unique keys, which the copy points at the destination.
+	same := oneDB && bytes.Equal(q.space.Bytes(), to.space.Bytes())
 	m := &mover{q: q, to: to, src: src, dst: dst, same: same, rec: rec, opts: opts}
 	return rec.Done, resumed, m.run(ctx)
 }

@@ -352,7 +352,7 @@ func TestMoveTenantWhileClaimsRunUnderFaults(t *testing.T) {
 				t.Logf("moved %d, %d leased at the fence, %d of them ran twice; faults %+v", res.Jobs, len(r.fenced), twice, faultStats(src.q.db))
 				assertNoFence(t, dst.truth, "acme")
 				assertNoTenantKeys(t, src.truth, "acme", nil)
-				if !src.q.sameQueue(dst.q) {
+				if !sameQueueForTest(src.q, dst.q) {
 					assertNoTenantKeys(t, src.truth, "acme", ids)
 				}
 			})
@@ -425,7 +425,7 @@ func TestMoveTenantResumesAfterACrashAtEachStep(t *testing.T) {
 				r.check(ids)
 				assertNoFence(t, dst.truth, "acme")
 				assertNoTenantKeys(t, src.truth, "acme", nil)
-				if !src.q.sameQueue(dst.q) {
+				if !sameQueueForTest(src.q, dst.q) {
 					assertNoTenantKeys(t, src.truth, "acme", ids)
 					if h, err := src.q.UniqueHolder(r.ctx, "email", "acme-u10"); err == nil {
 						t.Errorf("unique key left at the source, held by %s", h)
@@ -910,4 +910,45 @@ func TestAdoptAndDeleteResumeAfterACrash(t *testing.T) {
 			r.check(ids)
 		})
 	}
+}
+
+// sameQueueForTest: the two handles of a case are one queue.
+func sameQueueForTest(a, b *Queue) bool {
+	return sameDB(a.db, b.db) && bytes.Equal(a.space.Bytes(), b.space.Bytes())
+}
+
+// Two handles opened separately on one database and one queue subspace are
+// recognised as one queue: the lookup index and unique keys, which the copy
+// points at the destination, are not cleared at the source's side.
+func TestMoveTenantBetweenTwoHandlesOfOneQueue(t *testing.T) {
+	clk := clock.NewFake(zepoch)
+	raw, root := fdbtest.OpenMem(t, memkv.Options{})
+	src := openSide(t, raw, root.Sub("q"), func(is string) tuple.Subspace { return root.Sub("old", is) }, clk, nil)
+	// Another handle type over the same data (kv.WithFaults with no fault).
+	dst := openSide(t, raw, root.Sub("q"), func(is string) tuple.Subspace { return root.Sub("new", is) }, clk, &kv.Faults{})
+	if sameDB(src.q.db, dst.q.db) {
+		t.Fatal("the handles compare equal; the test needs two")
+	}
+	r := newMoveRun(t, clk)
+	ids := enqueueN(t, src.truth, "acme", 50, true)
+	if _, err := src.q.MoveTenant(r.ctx, "acme", dst.q, MoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := dst.q.Get(r.ctx, ids[7]); err != nil || info.ItemSpace != "acme" {
+		t.Fatalf("Get after the move: %+v, %v", info, err)
+	}
+	if h, err := dst.q.UniqueHolder(r.ctx, "email", "acme-u10"); err != nil || h != ids[10] {
+		t.Fatalf("unique key after the move: %s, %v", h, err)
+	}
+	// And a move onto its own zone through another handle is refused.
+	same := openSide(t, raw, root.Sub("q"), func(is string) tuple.Subspace { return root.Sub("new", is) }, clk, &kv.Faults{})
+	if _, err := dst.truth.MoveTenant(r.ctx, "acme", same.q, MoveOptions{}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("move onto the same zone: %v, want ErrInvalidOption", err)
+	}
+	if ops, err := dst.truth.TenantOps(r.ctx, 0); err != nil || len(ops) != 0 {
+		t.Fatalf("a refused move left %+v, %v", ops, err)
+	}
+	clk.Advance(time.Second)
+	r.drain(dst.q)
+	r.check(ids)
 }
