@@ -43,6 +43,8 @@ const schemaVersion = 1
 //	S (1, "ts", type, itemSpace, ...)         a limited tenant's state: running count "n", slots
 //	                                          ("r", leaseDeadlineMs, id), rate "b", parked lanes
 //	                                          ("p", prio, lane) (limitgate.go)
+//	S (1, "mv", itemSpace, type)              a tenant move, adoption or deletion under way: its step, fence
+//	                                          token, destination and cursor (move_record.go)
 //	S (1, "tp", minute, type, kind)           fleet throughput: jobs completed (kind 0) and failed (1) per
 //	                                          Unix minute, atomic adds once per worker clock round (package worker)
 //

@@ -173,7 +173,7 @@ func (a *app) tenantsCommand() *cli.Command {
 			outputFlag(false),
 		}, watchFlags()...),
 		Action:      a.tenants,
-		Subcommands: []*cli.Command{a.limitsCommand()}, // limits.go
+		Subcommands: append([]*cli.Command{a.limitsCommand()}, a.tenantOpsCommands()...), // limits.go, tenantops.go
 	}
 }
 

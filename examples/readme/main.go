@@ -92,6 +92,27 @@ func limitInvoices(ctx context.Context, q *quick.Queue) error {
 	// readme:end
 }
 
+// moveAcme is the README's move: tenant acme's jobs go to the same queue
+// on another cluster while workers run on both.
+func moveAcme(ctx context.Context, q *quick.Queue, other kv.Database) error {
+	// readme:begin move
+	// The destination: the queue as the other cluster holds it (for another
+	// subspace of this database: a handle whose Options.ZoneSpace names it).
+	to, err := quick.Open(ctx, other, tuple.FromTuple(tuple.Tuple{"myapp", "jobs"}), quick.Options{})
+	if err != nil {
+		return err
+	}
+	// Fenced, copied in batches, made claimable there, deleted here. After
+	// a crash, the same call carries on where the move was.
+	res, err := q.MoveTenant(ctx, "acme", to, quick.MoveOptions{})
+	if err != nil {
+		return err
+	}
+	log.Printf("moved %d jobs of acme", res.Jobs)
+	// readme:end
+	return nil
+}
+
 // signUp is the README's enqueue: the user's row and the welcome email's
 // job commit in one transaction, or neither does. The job belongs to the
 // user's tenant: each tenant's jobs are a queue of their own (a zone).
