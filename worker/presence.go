@@ -59,6 +59,9 @@ type Presence struct {
 	// Started is when the worker started; Beat when it last wrote the
 	// record.
 	Started, Beat time.Time
+	// Cluster names the cluster the worker serves this database as, in a
+	// process that serves several (worker.Group); "" otherwise.
+	Cluster string
 }
 
 // ListWorkers lists the workers whose presence records are fresh (written
@@ -127,6 +130,9 @@ func (r presenceRecord) marshal() []byte {
 	b = wire.AppendVarint(b, 4, uint64(r.Started.UnixMilli()))
 	b = wire.AppendVarint(b, 5, uint64(r.Beat.UnixMilli()))
 	b = wire.AppendVarint(b, 6, uint64(r.period.Milliseconds()))
+	if r.Cluster != "" {
+		b = wire.AppendString(b, 7, r.Cluster)
+	}
 	return b
 }
 
@@ -160,6 +166,8 @@ func decodePresence(space tuple.Subspace, p kv.KeyValue) (presenceRecord, error)
 			r.Beat = time.UnixMilli(int64(x))
 		case 6:
 			r.period = time.Duration(x) * time.Millisecond
+		case 7:
+			r.Cluster = string(raw)
 		}
 		return nil
 	})
@@ -201,7 +209,7 @@ func newPresence(w *Worker) *presence {
 func (p *presence) record(now time.Time) presenceRecord {
 	w := p.w
 	r := presenceRecord{period: clockPeriods * w.cfg.HeartbeatPeriod}
-	r.ID, r.Process, r.Started, r.Beat = w.cfg.ID, p.process, p.started, now
+	r.ID, r.Process, r.Started, r.Beat, r.Cluster = w.cfg.ID, p.process, p.started, now, w.cfg.Cluster
 	r.TaskTypes = w.TaskTypes()
 	for _, run := range w.snapshotRunners() {
 		for _, st := range run.runningJobs() {
