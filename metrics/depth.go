@@ -15,6 +15,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // DepthOptions configure a DepthReporter.
@@ -66,8 +67,10 @@ type DepthReporter struct {
 	// have one.
 	running metric.Int64ObservableGauge
 	limit   metric.Float64ObservableGauge
-	// tenantAge is the top tenants' oldest ready job's age.
+	// tenantAge is the top tenants' oldest ready job's age; startRate their
+	// jobs started a second (worker.ReadTenantStarts).
 	tenantAge metric.Float64ObservableGauge
+	startRate metric.Float64ObservableGauge
 
 	mu      sync.Mutex
 	until   time.Time // end of our lease, zero if not held
@@ -80,6 +83,7 @@ type depthSample struct {
 	exact                          bool
 	oldestReady                    time.Time
 	tenants                        []quick.TenantDepth
+	starts                         map[string]worker.TenantStartRate
 }
 
 // NewDepthReporter registers the gauges quickfdb.queue.depth (attributes
@@ -89,7 +93,9 @@ type depthSample struct {
 // exact; the TopTenants tenants with the most ready jobs),
 // quickfdb.queue.tenant_running (task_type, item_space: jobs holding a slot
 // of the tenant's concurrency limit), quickfdb.queue.tenant_oldest_ready_age
-// (task_type, item_space; seconds) and quickfdb.queue.tenant_limit
+// (task_type, item_space; seconds), quickfdb.queue.tenant_start_rate
+// (task_type, item_space; jobs started a second over the last minute) and
+// quickfdb.queue.tenant_limit
 // (task_type, item_space, limit: concurrency, rate, weight), both only for
 // those top tenants that have limits, with mp. Run measures.
 func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, error) {
@@ -140,7 +146,11 @@ func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, 
 		metric.WithDescription("Age of a top tenant's longest-waiting ready job, per task type and tenant (item_space); 0 if none."), metric.WithUnit("s")); err != nil {
 		return nil, err
 	}
-	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant, r.running, r.limit, r.tenantAge); err != nil {
+	if r.startRate, err = meter.Float64ObservableGauge("quickfdb.queue.tenant_start_rate",
+		metric.WithDescription("Jobs a top tenant started a second over the last minute, per task type and tenant (item_space), counted by the workers (worker.ReadTenantStarts)."), metric.WithUnit("{job}/s")); err != nil {
+		return nil, err
+	}
+	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant, r.running, r.limit, r.tenantAge, r.startRate); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -188,6 +198,9 @@ func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
 				tage = max(now.Sub(td.OldestReady).Seconds(), 0)
 			}
 			o.ObserveFloat64(r.tenantAge, tage, with(tt, is))
+			if sr, ok := s.starts[td.ItemSpace]; ok {
+				o.ObserveFloat64(r.startRate, sr.PerSecond, with(tt, is))
+			}
 			observeLimits(o, r.running, r.limit, with, tt, is, td)
 		}
 	}
@@ -279,9 +292,18 @@ func (r *DepthReporter) measure(ctx context.Context) ([]depthSample, error) {
 		if err != nil {
 			return nil, err
 		}
+		names := make([]string, len(d.Tenants))
+		for i, td := range d.Tenants {
+			names[i] = td.ItemSpace
+		}
+		// Two point reads per top tenant: at most 2 × TopTenants keys.
+		starts, err := worker.ReadTenantStarts(ctx, q, t, names)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, depthSample{
 			taskType: t, ready: int64(d.Ready), leased: int64(d.Leased), scheduled: int64(d.Scheduled), dead: d.Dead,
-			exact: d.Exact, oldestReady: d.OldestReady, tenants: d.Tenants,
+			exact: d.Exact, oldestReady: d.OldestReady, tenants: d.Tenants, starts: starts,
 		})
 	}
 	return out, nil

@@ -151,6 +151,7 @@ func (r *runner) startWith(l quick.Lease, sl *shortLane) {
 	}
 	r.mu.Unlock()
 	w.count(r, kindClaimed, 1)
+	w.presence.ts.count(r.taskType, l.ItemSpace) // start rate per tenant (tenantstarts.go)
 	w.met.vestedToStart(r, now.Sub(l.VestedAt))
 	w.keeper.kick()
 	if launch {
