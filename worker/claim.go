@@ -57,7 +57,12 @@ func (r *runner) reserve(want int) int {
 	}
 	r.mu.Unlock()
 	if n <= 0 {
-		r.setPressed(true) // saturated: its share of a Group's slots grows (slotshare.go)
+		// Saturated: its share of a Group's slots grows (slotshare.go),
+		// unless its claims are failing (its slots are held by claims
+		// that will time out, not by work).
+		if r.failing.Load() == 0 {
+			r.setPressed(true)
+		}
 		return 0
 	}
 	return n
@@ -190,6 +195,11 @@ func (r *runner) claimLoop(i int) {
 	defer r.zloops.Done()
 	c := &claimer{r: r, i: i, park: &r.zparks[i]}
 	defer c.park.forever()
+	defer func() {
+		if c.errs > 0 {
+			r.failing.Add(-1)
+		}
+	}()
 	if i == 0 {
 		defer r.feed.drain(r)
 	}
@@ -324,10 +334,16 @@ func (c *claimer) claim(n int) bool {
 			c.ptr, c.sl, c.rounds = nil, nil, 0
 			return true
 		}
+		if c.errs == 0 {
+			r.failing.Add(1)
+		}
 		c.errs++
 		r.setPressed(false) // its cluster is down or slow: others take its slots
 		w.log.Warn("worker: claim failed", "task_type", r.taskType, "err", err, "in_a_row", c.errs)
 		return r.sleepOn(c.park, jitter(backoff(c.errs, w.cfg.MaxIdleSleep)), nil, nil, nil)
+	}
+	if c.errs > 0 {
+		r.failing.Add(-1)
 	}
 	c.errs = 0
 	if res.Missed {

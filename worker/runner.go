@@ -60,6 +60,9 @@ type runner struct {
 	// share is the runner's part of its task type's slots in a Group
 	// (slotshare.go); nil for a worker on its own.
 	share *shareMember
+	// failing counts the claim goroutines whose last claim failed: a
+	// runner whose claims fail is never pressed for more slots.
+	failing atomic.Int32
 
 	attrOnce sync.Once
 	attrSet  metric.MeasurementOption
