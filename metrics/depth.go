@@ -15,6 +15,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // DepthOptions configure a DepthReporter.
@@ -37,6 +38,10 @@ type DepthOptions struct {
 	// 3 × TopTenants tenant series per task type.
 	TopTenants int
 	Logger     *slog.Logger
+	// Cluster, when set, adds a "cluster" attribute to every series: a
+	// process serving several clusters (worker.Group) runs one reporter
+	// per cluster on one MeterProvider.
+	Cluster string
 }
 
 // DepthReporter measures queue depth for the whole fleet from one process
@@ -62,6 +67,10 @@ type DepthReporter struct {
 	// have one.
 	running metric.Int64ObservableGauge
 	limit   metric.Float64ObservableGauge
+	// tenantAge is the top tenants' oldest ready job's age; startRate their
+	// jobs started a second (worker.ReadTenantStarts).
+	tenantAge metric.Float64ObservableGauge
+	startRate metric.Float64ObservableGauge
 
 	mu      sync.Mutex
 	until   time.Time // end of our lease, zero if not held
@@ -74,6 +83,7 @@ type depthSample struct {
 	exact                          bool
 	oldestReady                    time.Time
 	tenants                        []quick.TenantDepth
+	starts                         map[string]worker.TenantStartRate
 }
 
 // NewDepthReporter registers the gauges quickfdb.queue.depth (attributes
@@ -82,7 +92,10 @@ type depthSample struct {
 // (attributes task_type, item_space, state: ready, leased, scheduled;
 // exact; the TopTenants tenants with the most ready jobs),
 // quickfdb.queue.tenant_running (task_type, item_space: jobs holding a slot
-// of the tenant's concurrency limit) and quickfdb.queue.tenant_limit
+// of the tenant's concurrency limit), quickfdb.queue.tenant_oldest_ready_age
+// (task_type, item_space; seconds), quickfdb.queue.tenant_start_rate
+// (task_type, item_space; jobs started a second over the last minute) and
+// quickfdb.queue.tenant_limit
 // (task_type, item_space, limit: concurrency, rate, weight), both only for
 // those top tenants that have limits, with mp. Run measures.
 func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, error) {
@@ -129,7 +142,15 @@ func NewDepthReporter(mp metric.MeterProvider, o DepthOptions) (*DepthReporter, 
 	); err != nil {
 		return nil, err
 	}
-	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant, r.running, r.limit); err != nil {
+	if r.tenantAge, err = meter.Float64ObservableGauge("quickfdb.queue.tenant_oldest_ready_age",
+		metric.WithDescription("Age of a top tenant's longest-waiting ready job, per task type and tenant (item_space); 0 if none."), metric.WithUnit("s")); err != nil {
+		return nil, err
+	}
+	if r.startRate, err = meter.Float64ObservableGauge("quickfdb.queue.tenant_start_rate",
+		metric.WithDescription("Jobs a top tenant started a second over the last minute, per task type and tenant (item_space), counted by the workers (worker.ReadTenantStarts)."), metric.WithUnit("{job}/s")); err != nil {
+		return nil, err
+	}
+	if _, err = meter.RegisterCallback(r.observe, r.depth, r.age, r.tenant, r.running, r.limit, r.tenantAge, r.startRate); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -142,19 +163,27 @@ func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
 	if !now.Before(r.until) {
 		return nil // not the holder (or the lease ran out): report nothing
 	}
+	var cl []attribute.KeyValue
+	if r.o.Cluster != "" {
+		cl = []attribute.KeyValue{attribute.String("cluster", r.o.Cluster)}
+	}
+	// with is the attributes of one series: the cluster's, then kvs.
+	with := func(kvs ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributes(append(kvs, cl...)...)
+	}
 	for _, s := range r.samples {
 		tt := attribute.String("task_type", s.taskType)
 		for _, st := range []struct {
 			name string
 			n    int64
 		}{{"ready", s.ready}, {"leased", s.leased}, {"scheduled", s.scheduled}, {"dead", s.dead}} {
-			o.ObserveInt64(r.depth, st.n, metric.WithAttributes(tt, attribute.String("state", st.name), attribute.Bool("exact", s.exact || st.name == "dead")))
+			o.ObserveInt64(r.depth, st.n, with(tt, attribute.String("state", st.name), attribute.Bool("exact", s.exact || st.name == "dead")))
 		}
 		age := 0.0
 		if !s.oldestReady.IsZero() {
 			age = now.Sub(s.oldestReady).Seconds()
 		}
-		o.ObserveFloat64(r.age, age, metric.WithAttributes(tt))
+		o.ObserveFloat64(r.age, age, with(tt))
 		for _, td := range s.tenants {
 			is := attribute.String("item_space", td.ItemSpace)
 			ex := attribute.Bool("exact", td.Exact)
@@ -162,9 +191,17 @@ func (r *DepthReporter) observe(_ context.Context, o metric.Observer) error {
 				name string
 				n    int
 			}{{"ready", td.Ready}, {"leased", td.Leased}, {"scheduled", td.Scheduled}} {
-				o.ObserveInt64(r.tenant, int64(st.n), metric.WithAttributes(tt, is, attribute.String("state", st.name), ex))
+				o.ObserveInt64(r.tenant, int64(st.n), with(tt, is, attribute.String("state", st.name), ex))
 			}
-			observeLimits(o, r.running, r.limit, tt, is, td)
+			tage := 0.0
+			if !td.OldestReady.IsZero() {
+				tage = max(now.Sub(td.OldestReady).Seconds(), 0)
+			}
+			o.ObserveFloat64(r.tenantAge, tage, with(tt, is))
+			if sr, ok := s.starts[td.ItemSpace]; ok {
+				o.ObserveFloat64(r.startRate, sr.PerSecond, with(tt, is))
+			}
+			observeLimits(o, r.running, r.limit, with, tt, is, td)
 		}
 	}
 	return nil
@@ -255,9 +292,18 @@ func (r *DepthReporter) measure(ctx context.Context) ([]depthSample, error) {
 		if err != nil {
 			return nil, err
 		}
+		names := make([]string, len(d.Tenants))
+		for i, td := range d.Tenants {
+			names[i] = td.ItemSpace
+		}
+		// Two point reads per top tenant: at most 2 × TopTenants keys.
+		starts, err := worker.ReadTenantStarts(ctx, q, t, names)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, depthSample{
 			taskType: t, ready: int64(d.Ready), leased: int64(d.Leased), scheduled: int64(d.Scheduled), dead: d.Dead,
-			exact: d.Exact, oldestReady: d.OldestReady, tenants: d.Tenants,
+			exact: d.Exact, oldestReady: d.OldestReady, tenants: d.Tenants, starts: starts,
 		})
 	}
 	return out, nil
@@ -308,16 +354,16 @@ func decodeLease(b []byte) (string, time.Time, error) {
 
 // observeLimits reports one top tenant's running jobs and limits, when it
 // has any: a tenant without limits adds no series.
-func observeLimits(o metric.Observer, running metric.Int64ObservableGauge, limit metric.Float64ObservableGauge, tt, is attribute.KeyValue, td quick.TenantDepth) {
+func observeLimits(o metric.Observer, running metric.Int64ObservableGauge, limit metric.Float64ObservableGauge, with func(...attribute.KeyValue) metric.MeasurementOption, tt, is attribute.KeyValue, td quick.TenantDepth) {
 	l := td.Limits
 	if l.Concurrency > 0 {
-		o.ObserveInt64(running, td.Running, metric.WithAttributes(tt, is))
-		o.ObserveFloat64(limit, float64(l.Concurrency), metric.WithAttributes(tt, is, attribute.String("limit", "concurrency")))
+		o.ObserveInt64(running, td.Running, with(tt, is))
+		o.ObserveFloat64(limit, float64(l.Concurrency), with(tt, is, attribute.String("limit", "concurrency")))
 	}
 	if l.Rate > 0 {
-		o.ObserveFloat64(limit, l.Rate, metric.WithAttributes(tt, is, attribute.String("limit", "rate")))
+		o.ObserveFloat64(limit, l.Rate, with(tt, is, attribute.String("limit", "rate")))
 	}
 	if l.Weight > 0 {
-		o.ObserveFloat64(limit, float64(l.Weight), metric.WithAttributes(tt, is, attribute.String("limit", "weight")))
+		o.ObserveFloat64(limit, float64(l.Weight), with(tt, is, attribute.String("limit", "weight")))
 	}
 }

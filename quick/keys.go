@@ -47,6 +47,8 @@ const schemaVersion = 1
 //	                                          token, destination and cursor (move_record.go)
 //	S (1, "tp", minute, type, kind)           fleet throughput: jobs completed (kind 0) and failed (1) per
 //	                                          Unix minute, atomic adds once per worker clock round (package worker)
+//	S (1, "tr", minute, type, itemSpace)      jobs started per tenant and Unix minute, atomic adds once per
+//	                                          worker clock round, at most 1,024 a round (package worker)
 //
 // S (1, "s", ...) held the schedule keys of the removed schema-1 layout:
 // Open refuses a queue that still has one (ErrSchema1).

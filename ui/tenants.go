@@ -11,6 +11,7 @@ import (
 
 	"github.com/quickfdb/quickfdb/internal/present"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // The tenants page and a zone's page. A tenant's jobs of one task type are
@@ -19,8 +20,9 @@ import (
 //
 // The tenants page shows, per task type, the tenants with the most ready
 // work, each counted across its zone (quick.Queue.Depth, at most Budget
-// keys per type); no count per tenant is kept (it would cost a write per
-// job). A zone's page shows its lanes as a heat strip (quick.Queue.ZoneInfo,
+// keys per type; no depth count per tenant is kept: it would cost a write
+// per job), with its start rate as the workers count it (two point reads
+// per tenant shown, worker.ReadTenantStarts). A zone's page shows its lanes as a heat strip (quick.Queue.ZoneInfo,
 // about 10,000 keys in all, whatever the backlog).
 
 // Tenants shown per task type: on the page of every type, and of one.
@@ -39,6 +41,9 @@ type tenantRow struct {
 	// Limit is the tenant's limits, running against its concurrency limit
 	// ("-" without limits; quick.TenantDepth.Limits, Running).
 	Limit string
+	// Starts is the jobs it started a second over the last minute, as the
+	// workers count them (worker.ReadTenantStarts).
+	Starts string
 }
 
 type tenantsSection struct {
@@ -112,8 +117,19 @@ func (h *Handler) tenantsPage(w http.ResponseWriter, r *http.Request) {
 		if at, ok := paused[t]; ok {
 			s.pausedMark = pausedMark{Paused: true, PausedFor: present.Age(now.Sub(at))}
 		}
+		names := make([]string, len(c.Tenants))
+		for i, td := range c.Tenants {
+			names[i] = td.ItemSpace
+		}
+		// Two point reads per tenant shown (worker/tenantstarts.go).
+		starts, err := worker.ReadTenantStarts(ctx, h.q, t, names)
+		if err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
 		for _, td := range c.Tenants {
-			row := tenantRow{ItemSpace: td.ItemSpace, Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled,
+			row := tenantRow{Starts: strconv.FormatFloat(starts[td.ItemSpace].PerSecond, 'f', 2, 64),
+				ItemSpace: td.ItemSpace, Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled,
 				Exact: td.Exact, OldestAge: "-", Lanes: td.Lanes, ZoneURL: h.zoneURL(t, td.ItemSpace), Limit: limitCell(td)}
 			if !td.OldestReady.IsZero() {
 				row.OldestAge = present.Age(now.Sub(td.OldestReady))

@@ -24,6 +24,7 @@ const runningShown = 8
 type workerRow struct {
 	ID        string
 	Process   string
+	Cluster   string // in a process serving several clusters (worker.Group)
 	TaskTypes string
 	Started   time.Time
 	LastBeat  time.Time
@@ -70,7 +71,7 @@ func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {
 	d := workersData{Max: maxWorkersShown, Workers: len(ps)}
 	byProc := map[string]int{}
 	for _, p := range ps {
-		row := workerRow{ID: p.ID, Process: p.Process, TaskTypes: strings.Join(p.TaskTypes, ", "), Started: p.Started, LastBeat: p.Beat}
+		row := workerRow{ID: p.ID, Process: p.Process, Cluster: p.Cluster, TaskTypes: strings.Join(p.TaskTypes, ", "), Started: p.Started, LastBeat: p.Beat}
 		switch {
 		case p.Beat.IsZero():
 			row.Status = "unknown"

@@ -51,12 +51,20 @@ func claimersFor(c int) int { return max(1, min(claimers, c)) }
 // its jobs.
 func (r *runner) reserve(want int) int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	n := min(want, r.capacity()-len(r.running)-r.reserved)
+	if n > 0 {
+		r.reserved += n
+	}
+	r.mu.Unlock()
 	if n <= 0 {
+		// Saturated: its share of a Group's slots grows (slotshare.go),
+		// unless its claims are failing (its slots are held by claims
+		// that will time out, not by work).
+		if r.failing.Load() == 0 {
+			r.setPressed(true)
+		}
 		return 0
 	}
-	r.reserved += n
 	return n
 }
 
@@ -187,14 +195,19 @@ func (r *runner) claimLoop(i int) {
 	defer r.zloops.Done()
 	c := &claimer{r: r, i: i, park: &r.zparks[i]}
 	defer c.park.forever()
+	defer func() {
+		if c.errs > 0 {
+			r.failing.Add(-1)
+		}
+	}()
 	if i == 0 {
 		defer r.feed.drain(r)
 	}
 	defer c.letGo()
 	w := r.w
 	k := claimersFor(r.opts.Concurrency)
-	per := max(1, (r.capacity()+k-1)/k)
 	for !w.stopping() {
+		per := max(1, (r.capacity()+k-1)/k)
 		// Take the wake-ups before reading the standing they announce: a
 		// change that lands between the two then still wakes this loop.
 		beat := r.beatChanged()
@@ -206,6 +219,7 @@ func (r *runner) claimLoop(i int) {
 			c.letGo()
 			if i == 0 {
 				r.noteRefusal(reason)
+				r.setPressed(false)
 			}
 			if !r.sleepOn(c.park, w.cfg.HeartbeatPeriod, beat, clockChanged, nil) {
 				return
@@ -228,7 +242,7 @@ func (r *runner) claimLoop(i int) {
 		// to the others.
 		want := per
 		if c.ptr != nil || c.sl != nil {
-			want = r.opts.Concurrency
+			want = r.conc()
 		}
 		n := r.reserve(want)
 		if n == 0 {
@@ -297,7 +311,9 @@ func (c *claimer) claim(n int) bool {
 		}
 	}
 	continuing := opts.Lane != nil
-	res, err := w.q.Consumer().Claim(w.bg, opts)
+	ctx, cancel := w.claimContext()
+	res, err := w.q.Consumer().Claim(ctx, opts)
+	cancel()
 	if err != nil {
 		if sl != nil {
 			sl.mu.Unlock()
@@ -318,9 +334,16 @@ func (c *claimer) claim(n int) bool {
 			c.ptr, c.sl, c.rounds = nil, nil, 0
 			return true
 		}
+		if c.errs == 0 {
+			r.failing.Add(1)
+		}
 		c.errs++
+		r.setPressed(false) // its cluster is down or slow: others take its slots
 		w.log.Warn("worker: claim failed", "task_type", r.taskType, "err", err, "in_a_row", c.errs)
 		return r.sleepOn(c.park, jitter(backoff(c.errs, w.cfg.MaxIdleSleep)), nil, nil, nil)
+	}
+	if c.errs > 0 {
+		r.failing.Add(-1)
 	}
 	c.errs = 0
 	if res.Missed {
@@ -458,6 +481,7 @@ func (c *claimer) idle(nextVest time.Time) bool {
 		}
 		return !w.stopping()
 	}
+	r.setPressed(false) // nothing vested: others take its slots
 	d := jitter(backoff(c.empties, w.cfg.MaxIdleSleep))
 	c.empties++
 	if !nextVest.IsZero() {

@@ -58,7 +58,9 @@ type Event struct {
 	ID        quick.ID
 	TaskType  string
 	ItemSpace string
-	Attempt   int // the run's attempt, from 1
+	// Cluster is the worker's cluster in a Group (Config.Cluster), or "".
+	Cluster string
+	Attempt int // the run's attempt, from 1
 	// Error is the handler's error (failed, dead-lettered) or the
 	// cancellation's reason; empty for completed and snoozed runs.
 	Error string
@@ -238,7 +240,7 @@ func (st *jobState) emit(kind EventKind, errText string, delay time.Duration) {
 	}
 	now := w.clk.Now()
 	ev := Event{
-		Kind: kind, ID: st.first.ID, TaskType: st.r.taskType, ItemSpace: st.first.ItemSpace,
+		Kind: kind, ID: st.first.ID, TaskType: st.r.taskType, ItemSpace: st.first.ItemSpace, Cluster: w.cfg.Cluster,
 		Attempt: st.first.Attempt, Error: errText, Delay: delay, At: now,
 		Wait: max(st.claimed.Sub(st.first.VestedAt), 0),
 	}

@@ -79,7 +79,7 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, r := range w.snapshotRunners() {
-			set := metric.WithAttributes(attribute.String("worker", w.ID()), attribute.String("task_type", r.taskType))
+			set := metric.WithAttributes(append(w.clusterAttr(), attribute.String("worker", w.ID()), attribute.String("task_type", r.taskType))...)
 			o.ObserveInt64(running, int64(len(r.runningJobs())), set)
 		}
 		o.ObserveInt64(dropped, w.events.dropped.Load())
@@ -94,7 +94,7 @@ func newMetrics(w *Worker, mp metric.MeterProvider) (*metrics, error) {
 // attr returns the task type attribute set, built once per runner.
 func (r *runner) attr() metric.MeasurementOption {
 	r.attrOnce.Do(func() {
-		r.attrSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("task_type", r.taskType)))
+		r.attrSet = metric.WithAttributeSet(attribute.NewSet(append(r.w.clusterAttr(), attribute.String("task_type", r.taskType))...))
 	})
 	return r.attrSet
 }
@@ -134,8 +134,17 @@ func (m *metrics) vestedToStart(r *runner, d time.Duration) {
 }
 
 func (m *metrics) refused(r *runner, reason string) {
-	m.refusals.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("task_type", r.taskType), attribute.String("reason", reasonLabel(reason))))
+	m.refusals.Add(context.Background(), 1, metric.WithAttributes(append(r.w.clusterAttr(),
+		attribute.String("task_type", r.taskType), attribute.String("reason", reasonLabel(reason)))...))
+}
+
+// clusterAttr is the "cluster" attribute of a Group's member (Config.Cluster),
+// none for a worker on its own.
+func (w *Worker) clusterAttr() []attribute.KeyValue {
+	if w.cfg.Cluster == "" {
+		return nil
+	}
+	return []attribute.KeyValue{attribute.String("cluster", w.cfg.Cluster)}
 }
 
 func reasonLabel(reason string) string {

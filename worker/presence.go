@@ -59,6 +59,9 @@ type Presence struct {
 	// Started is when the worker started; Beat when it last wrote the
 	// record.
 	Started, Beat time.Time
+	// Cluster names the cluster the worker serves this database as, in a
+	// process that serves several (worker.Group); "" otherwise.
+	Cluster string
 }
 
 // ListWorkers lists the workers whose presence records are fresh (written
@@ -127,6 +130,9 @@ func (r presenceRecord) marshal() []byte {
 	b = wire.AppendVarint(b, 4, uint64(r.Started.UnixMilli()))
 	b = wire.AppendVarint(b, 5, uint64(r.Beat.UnixMilli()))
 	b = wire.AppendVarint(b, 6, uint64(r.period.Milliseconds()))
+	if r.Cluster != "" {
+		b = wire.AppendString(b, 7, r.Cluster)
+	}
 	return b
 }
 
@@ -160,6 +166,8 @@ func decodePresence(space tuple.Subspace, p kv.KeyValue) (presenceRecord, error)
 			r.Beat = time.UnixMilli(int64(x))
 		case 6:
 			r.period = time.Duration(x) * time.Millisecond
+		case 7:
+			r.Cluster = string(raw)
 		}
 		return nil
 	})
@@ -182,6 +190,9 @@ type presence struct {
 	// tp is the worker's throughput counts, added to the fleet's minute
 	// counters with the record (throughput.go).
 	tp throughput
+	// ts is the worker's start counts per tenant, added the same way
+	// (tenantstarts.go).
+	ts tenantStarts
 }
 
 func newPresence(w *Worker) *presence {
@@ -201,7 +212,7 @@ func newPresence(w *Worker) *presence {
 func (p *presence) record(now time.Time) presenceRecord {
 	w := p.w
 	r := presenceRecord{period: clockPeriods * w.cfg.HeartbeatPeriod}
-	r.ID, r.Process, r.Started, r.Beat = w.cfg.ID, p.process, p.started, now
+	r.ID, r.Process, r.Started, r.Beat, r.Cluster = w.cfg.ID, p.process, p.started, now, w.cfg.Cluster
 	r.TaskTypes = w.TaskTypes()
 	for _, run := range w.snapshotRunners() {
 		for _, st := range run.runningJobs() {
@@ -221,32 +232,37 @@ func (p *presence) record(now time.Time) presenceRecord {
 // tells it the round committed.
 //
 // Keys: sets S (1, "wp", workerID); atomic adds to S (1, "tp", minute,
-// type, kind), at most two per task type that ran jobs (throughput.go).
+// type, kind), at most two per task type that ran jobs (throughput.go),
+// and to S (1, "tr", minute, type, itemSpace), at most 1,024
+// (tenantstarts.go).
 func (p *presence) write(tr kv.Transaction, now time.Time) {
 	tr.Set(p.key, p.record(now).marshal())
 	p.tp.add(tr, throughputSpace(p.w.q), now)
+	p.ts.add(tr, tenantStartsSpace(p.w.q), now)
 }
 
 // committed says the last write's transaction committed: its throughput
 // counts are in the database.
-func (p *presence) committed() { p.tp.committed() }
+func (p *presence) committed() { p.tp.committed(); p.ts.committed() }
 
 // stop clears the record at a graceful stop, so the worker leaves the
 // listing at once rather than after presenceStale periods.
 //
 // Its last throughput counts go with it.
 //
-// Keys: clears S (1, "wp", workerID); atomic adds to S (1, "tp", ...).
+// Keys: clears S (1, "wp", workerID); atomic adds to S (1, "tp", ...) and
+// S (1, "tr", ...).
 func (p *presence) stop(ctx context.Context) error {
 	err := p.w.q.DB().Transact(ctx, func(tr kv.Transaction) error {
 		tr.Clear(p.key)
 		p.tp.add(tr, throughputSpace(p.w.q), p.w.q.Now())
+		p.ts.add(tr, tenantStartsSpace(p.w.q), p.w.q.Now())
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("worker: clearing the presence record: %w", err)
 	}
-	p.tp.committed()
+	p.committed()
 	return nil
 }
 
@@ -257,8 +273,8 @@ func (p *presence) stop(ctx context.Context) error {
 // fleet's throughput minutes past throughputKeep (throughput.go).
 //
 // Keys: one range read of S (1, "wp") of at most presenceSweep keys;
-// clears the stale ones; one range clear of S (1, "tp") below the kept
-// minutes.
+// clears the stale ones; one range clear each of S (1, "tp") and S (1,
+// "tr") below the kept minutes.
 func purgePresence(ctx context.Context, q *quick.Queue) (int, error) {
 	space := presenceSpace(q)
 	var n int
@@ -271,6 +287,7 @@ func purgePresence(ctx context.Context, q *quick.Queue) (int, error) {
 		}
 		now := q.Now()
 		purgeThroughput(tr, q, now)
+		purgeTenantStarts(tr, q, now)
 		for _, p := range kvs {
 			rec, err := decodePresence(space, p)
 			if err == nil && !rec.stale(now) {

@@ -57,6 +57,12 @@ type runner struct {
 	waiting []*jobState
 	// shortStarts counts the runs started under a short lane.
 	shortStarts atomic.Int64
+	// share is the runner's part of its task type's slots in a Group
+	// (slotshare.go); nil for a worker on its own.
+	share *shareMember
+	// failing counts the claim goroutines whose last claim failed: a
+	// runner whose claims fail is never pressed for more slots.
+	failing atomic.Int32
 
 	attrOnce sync.Once
 	attrSet  metric.MeasurementOption
@@ -122,7 +128,7 @@ func (r *runner) free() int {
 // taking the slots the one before it left free. The jobs waiting hold
 // leases the keeper renews (or their lane's, in short-job mode), and a stop
 // releases them at once.
-func (r *runner) capacity() int { return 2 * r.opts.Concurrency }
+func (r *runner) capacity() int { return 2 * r.conc() }
 
 // start runs a claimed job's handler in its own goroutine.
 func (r *runner) start(l quick.Lease) { r.startWith(l, nil) }
@@ -140,7 +146,7 @@ func (r *runner) startWith(l quick.Lease, sl *shortLane) {
 	}
 	r.mu.Lock()
 	r.running[keyOf(l)] = st
-	launch := r.active < r.opts.Concurrency
+	launch := r.launchSlot()
 	if launch {
 		r.active++
 	} else {
@@ -148,6 +154,7 @@ func (r *runner) startWith(l quick.Lease, sl *shortLane) {
 	}
 	r.mu.Unlock()
 	w.count(r, kindClaimed, 1)
+	w.presence.ts.count(r.taskType, l.ItemSpace) // start rate per tenant (tenantstarts.go)
 	w.met.vestedToStart(r, now.Sub(l.VestedAt))
 	w.keeper.kick()
 	if launch {
@@ -190,9 +197,11 @@ func (r *runner) runJob(st *jobState) {
 		if k := keyOf(st.first); r.running[k] == st {
 			delete(r.running, k)
 		}
-		// The slot goes to the next claimed job waiting for one.
+		// The slot goes to the next claimed job waiting for one (in a
+		// Group, if the runner's share still has it: slotshare.go).
 		var next *jobState
-		if len(r.waiting) > 0 && !r.w.killed.Load() {
+		keep, grown := r.slotDone(len(r.waiting) > 0 && !r.w.killed.Load())
+		if keep {
 			next = r.waiting[0]
 			r.waiting[0] = nil
 			r.waiting = r.waiting[1:]
@@ -201,6 +210,7 @@ func (r *runner) runJob(st *jobState) {
 		}
 		r.signalSlotsLocked()
 		r.mu.Unlock()
+		r.deliverGrants(grown)
 		st.cancel(context.Canceled)
 		if next != nil {
 			go r.runJob(next)

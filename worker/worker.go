@@ -63,6 +63,14 @@ type Config struct {
 	// DisableDuties turns off every background duty of this worker; the
 	// other workers still run them.
 	DisableDuties bool
+	// Cluster names the cluster this worker's queue is on; a Group sets it
+	// (cluster.go). It labels the worker's metrics ("cluster"), events and
+	// presence record. Default none.
+	Cluster string
+	// ClaimTimeout bounds one claim on the worker clock: a claim that
+	// outlives it fails and backs off, its slots free. Default none for a
+	// worker on its own, DefaultGroupClaimTimeout in a Group.
+	ClaimTimeout time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -71,6 +79,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ID == "" {
 		c.ID = defaultID()
+	}
+	if err := validClusterName(c.Cluster); err != nil {
+		return c, err
 	}
 	if c.Clock == nil {
 		c.Clock = c.Queue.Options().Clock

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -25,6 +27,10 @@ type Flags struct {
 	StatsInterval   time.Duration
 	LogLevel        string
 	MetricsListen   string
+	// Clusters, when set, makes the worker serve several clusters (a
+	// worker.Group): NAME=CLUSTER_FILE pairs, comma-separated (with
+	// -embedded, just names: one in-memory database each).
+	Clusters string
 
 	// AllowEmbedded lets -embedded open the in-memory engine. No flag sets
 	// it: a demo or test program sets it in code, so a production binary
@@ -43,6 +49,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM before they are released")
 	fs.DurationVar(&f.StatsInterval, "stats-interval", 0, "log the worker's counts this often (0: only at exit)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.Clusters, "clusters", "", "serve several FoundationDB clusters from this process, sharing its handler slots: NAME=CLUSTER_FILE,... (with -embedded: NAME,...); each cluster's queue is at -subspace")
 	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. :9464), with queue depth gauges measured by one worker of the fleet at a time, and probes at /healthz (the process is up) and /readyz (the worker claims and the database answers within 2s)")
 }
 
@@ -76,6 +83,59 @@ func (f *Flags) Open() (kv.Database, tuple.Subspace, error) {
 		return nil, tuple.Subspace{}, fmt.Errorf("open FoundationDB: %w", err)
 	}
 	return db, space, nil
+}
+
+// NamedDB is one cluster of -clusters, opened.
+type NamedDB struct {
+	Name string
+	DB   kv.Database
+}
+
+// OpenClusters opens the databases -clusters names, in order; none without
+// -clusters. On an error it closes those it opened.
+func (f *Flags) OpenClusters() ([]NamedDB, tuple.Subspace, error) {
+	if f.Clusters == "" {
+		return nil, tuple.Subspace{}, nil
+	}
+	space, err := ParseSubspace(f.Subspace)
+	if err != nil {
+		return nil, tuple.Subspace{}, err
+	}
+	if f.ClusterFile != "" {
+		return nil, tuple.Subspace{}, fmt.Errorf("%w: -clusters and -cluster-file exclude each other", ErrFlags)
+	}
+	if f.Embedded && !f.AllowEmbedded {
+		return nil, tuple.Subspace{}, fmt.Errorf("%w: %w", ErrFlags, ErrEmbeddedNotAllowed)
+	}
+	var out []NamedDB
+	closeAll := func() {
+		for _, n := range out {
+			if c, ok := n.DB.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, item := range strings.Split(f.Clusters, ",") {
+		name, file, hasFile := strings.Cut(strings.TrimSpace(item), "=")
+		if name == "" || seen[name] || hasFile == f.Embedded {
+			closeAll()
+			return nil, tuple.Subspace{}, fmt.Errorf("%w: -clusters %q: want NAME=CLUSTER_FILE,... (with -embedded: NAME,...), names unique", ErrFlags, f.Clusters)
+		}
+		seen[name] = true
+		var db kv.Database
+		if f.Embedded {
+			db = memkv.Open(memkv.Options{})
+		} else if db, err = fdbkv.Open(file); err != nil {
+			closeAll()
+			if errors.Is(err, fdbkv.ErrNotBuilt) {
+				return nil, tuple.Subspace{}, fmt.Errorf("this binary has no FoundationDB support: build it with -tags fdb to use -clusters: %w", err)
+			}
+			return nil, tuple.Subspace{}, fmt.Errorf("open FoundationDB cluster %s (%s): %w", name, file, err)
+		}
+		out = append(out, NamedDB{Name: name, DB: db})
+	}
+	return out, space, nil
 }
 
 // ParseSubspace reads the -subspace syntax: comma-separated elements,

@@ -91,6 +91,9 @@ func RunMain(setup func(w *worker.Worker) error, opts MainOptions) error {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(opts.Stderr, &slog.HandlerOptions{Level: level}))
 	}
+	if f.Clusters != "" {
+		return runGroup(setup, opts, &f, logger)
+	}
 	db, space, err := f.Open()
 	if err != nil {
 		return err

@@ -251,6 +251,14 @@ type tenantDepth struct {
 	// Lanes is how many of the zone's lanes hold jobs (counted through
 	// the pointer index).
 	Lanes int `json:"lanes"`
+	// Running is the jobs holding a slot of the tenant's concurrency
+	// limit, ConcurrencyLimit and RateLimit its limits (0: none).
+	Running          int64   `json:"running,omitempty"`
+	ConcurrencyLimit int     `json:"concurrency_limit,omitempty"`
+	RateLimit        float64 `json:"rate_limit,omitempty"`
+	// StartsPerSecond is the jobs it started a second over the last
+	// minute (quick tenants only: worker.ReadTenantStarts).
+	StartsPerSecond *float64 `json:"starts_per_second,omitempty"`
 }
 
 // depthReports reads the depth of the types asked for (every type when
@@ -272,7 +280,8 @@ func depthReports(ctx context.Context, q *quick.Queue, asked, tenants []string, 
 		setOldest(&rep.countRow, d.OldestReady, now)
 		for _, td := range d.Tenants {
 			r := tenantDepth{ItemSpace: td.ItemSpace, Lanes: td.Lanes,
-				countRow: countRow{Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled, Exact: td.Exact}}
+				countRow: countRow{Ready: td.Ready, Leased: td.Leased, Scheduled: td.Scheduled, Exact: td.Exact},
+				Running:  td.Running, ConcurrencyLimit: max(td.Limits.Concurrency, 0), RateLimit: max(td.Limits.Rate, 0)}
 			setOldest(&r.countRow, td.OldestReady, now)
 			rep.Tenants = append(rep.Tenants, r)
 		}

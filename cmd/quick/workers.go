@@ -37,8 +37,11 @@ func (a *app) workersCommand() *cli.Command {
 
 // workerRow is one worker in the output.
 type workerRow struct {
-	ID        string     `json:"id"`
-	Process   string     `json:"process,omitempty"`
+	ID      string `json:"id"`
+	Process string `json:"process,omitempty"`
+	// Cluster is the cluster the worker serves this database as, in a
+	// process serving several (worker.Group).
+	Cluster   string     `json:"cluster,omitempty"`
 	TaskTypes []string   `json:"task_types"`
 	Running   []quick.ID `json:"running"`
 	Started   *time.Time `json:"started,omitempty"`
@@ -121,11 +124,21 @@ func (a *app) workers(c *cli.Context) error {
 		return nil
 	}
 	tw := newTable(a.d.Stdout)
-	row(tw, "WORKER", "PROCESS", "TASK TYPES", "RUNNING", "LAST BEAT", "STATUS")
+	// A CLUSTER column when a worker serves several clusters (worker.Group).
+	clusters := slices.ContainsFunc(rows, func(r workerRow) bool { return r.Cluster != "" })
+	if clusters {
+		row(tw, "WORKER", "CLUSTER", "PROCESS", "TASK TYPES", "RUNNING", "LAST BEAT", "STATUS")
+	} else {
+		row(tw, "WORKER", "PROCESS", "TASK TYPES", "RUNNING", "LAST BEAT", "STATUS")
+	}
 	for _, r := range rows {
 		beat := "-"
 		if r.BeatAgeMs != nil {
 			beat = present.Age(time.Duration(*r.BeatAgeMs)*time.Millisecond) + " ago"
+		}
+		if clusters {
+			row(tw, r.ID, dash(r.Cluster), dash(r.Process), oneLine(strings.Join(r.TaskTypes, ","), 40), len(r.Running), beat, r.Status)
+			continue
 		}
 		row(tw, r.ID, dash(r.Process), oneLine(strings.Join(r.TaskTypes, ","), 40), len(r.Running), beat, r.Status)
 	}
@@ -144,7 +157,7 @@ func readWorkers(ctx context.Context, q *quick.Queue, types []string) ([]workerR
 		if len(types) > 0 && !slices.ContainsFunc(types, func(t string) bool { return slices.Contains(p.TaskTypes, t) }) {
 			continue
 		}
-		r := workerRow{ID: p.ID, Process: p.Process, TaskTypes: p.TaskTypes, Running: p.Running,
+		r := workerRow{ID: p.ID, Process: p.Process, Cluster: p.Cluster, TaskTypes: p.TaskTypes, Running: p.Running,
 			Started: timePtr(p.Started), LastBeat: timePtr(p.Beat)}
 		if r.TaskTypes == nil {
 			r.TaskTypes = []string{}

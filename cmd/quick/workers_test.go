@@ -19,10 +19,14 @@ import (
 // and clock, with one job it holds (a handler that blocks until the test
 // ends), and waits until its presence record lists that job: the record is
 // what quick workers reads (worker.ListWorkers).
-func (h *harness) startWorker(id string) {
+func (h *harness) startWorker(id string) { h.t.Helper(); h.startWorkerIn(id, "") }
+
+// startWorkerIn is startWorker for a worker labelled with a cluster, as a
+// worker.Group's member is.
+func (h *harness) startWorkerIn(id, cluster string) {
 	h.t.Helper()
 	q := h.queue()
-	w, err := worker.New(worker.Config{Queue: q, ID: id, Clock: h.clk, HeartbeatPeriod: time.Second,
+	w, err := worker.New(worker.Config{Queue: q, ID: id, Cluster: cluster, Clock: h.clk, HeartbeatPeriod: time.Second,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		h.t.Fatal(err)
@@ -91,6 +95,20 @@ func TestWorkers(t *testing.T) {
 	}
 	h.fails("invalid --observe", "workers", "--observe", "-1s")
 	h.fails("invalid --stale", "workers", "--stale", "-1s")
+}
+
+// A worker of a process serving several clusters shows its cluster.
+func TestWorkersShowTheirCluster(t *testing.T) {
+	h := newHarness(t)
+	h.startWorkerIn("w1", "east")
+	table := h.ok("workers")
+	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "WORKER  CLUSTER  PROCESS") ||
+		!strings.HasPrefix(lines[1], "w1      east ") {
+		t.Errorf("table:\n%s", table)
+	}
+	if out := h.ok("workers", "-o", "json"); !strings.Contains(out, `"cluster": "east"`) {
+		t.Errorf("json: %s", out)
+	}
 }
 
 func TestLaneList(t *testing.T) {

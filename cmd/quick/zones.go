@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/worker"
 )
 
 // The inspection of tenants' zones: the pointer index, the tenants with the
@@ -161,11 +163,14 @@ func tenantCell(s string) string {
 func (a *app) tenantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tenants",
-		Usage: "per task type, the tenants with the most ready work: their ready, leased and scheduled jobs, oldest ready job and lanes holding jobs",
+		Usage: "per task type, the tenants with the most ready work: their ready, leased and scheduled jobs, oldest ready job, lanes holding jobs, running jobs against their concurrency limit and jobs started a second",
 		Description: "Counts each tenant's zone of the type (its queue), the tenants found through the pointer index (every\n" +
 			"lane holding jobs has an entry), at most --budget keys per type: no per-tenant counter exists (it\n" +
 			"would cost a write per job). A count shown as ≥N hit the budget; \"more tenants not read\" says the\n" +
-			"budget ended before every tenant was. quick lanes --type T --tenant X shows one tenant's lanes.",
+			"budget ended before every tenant was. quick lanes --type T --tenant X shows one tenant's lanes.\n" +
+			"RUNNING/LIMIT is the jobs holding a slot of the tenant's concurrency limit against it (- without one);\n" +
+			"STARTS/S the jobs it started a second over the last minute, as the workers count them (two point\n" +
+			"reads per tenant shown; the workers add their counts every 5 s).",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "task type (repeatable); default every type"},
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 20, Usage: "tenants shown per type (at most 1000)"},
@@ -195,6 +200,9 @@ func (a *app) tenants(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := addStartRates(c.Context, q, reps); err != nil {
+			return err
+		}
 		if f == formatJSON {
 			return writeJSON(w, struct {
 				Types []typeDepth `json:"types"`
@@ -222,10 +230,10 @@ func renderTenants(w io.Writer, reps []typeDepth) {
 			continue
 		}
 		tw := newTable(w)
-		row(tw, "  TENANT", "READY", "LEASED", "SCHEDULED", "OLDEST READY", "LANES")
+		row(tw, "  TENANT", "READY", "LEASED", "SCHEDULED", "OLDEST READY", "LANES", "RUNNING/LIMIT", "STARTS/S")
 		for _, t := range r.Tenants {
 			row(tw, "  "+tenantCell(t.ItemSpace), fmtCount(t.Ready, t.Exact), fmtCount(t.Leased, t.Exact),
-				fmtCount(t.Scheduled, t.Exact), ageCell(t.countRow), t.Lanes)
+				fmtCount(t.Scheduled, t.Exact), ageCell(t.countRow), t.Lanes, runningCell(t), startsCell(t))
 		}
 		tw.Flush()
 		if !r.TenantsExact {
@@ -349,4 +357,47 @@ func (a *app) tenant(c *cli.Context) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// addStartRates fills each shown tenant's start rate: two point reads per
+// tenant (worker.ReadTenantStarts), the tenants shown only.
+func addStartRates(ctx context.Context, q *quick.Queue, reps []typeDepth) error {
+	for i := range reps {
+		names := make([]string, len(reps[i].Tenants))
+		for k, t := range reps[i].Tenants {
+			names[k] = t.ItemSpace
+		}
+		if len(names) == 0 {
+			continue
+		}
+		rates, err := worker.ReadTenantStarts(ctx, q, reps[i].TaskType, names)
+		if err != nil {
+			return err
+		}
+		for k := range reps[i].Tenants {
+			ps := rates[names[k]].PerSecond
+			reps[i].Tenants[k].StartsPerSecond = &ps
+		}
+	}
+	return nil
+}
+
+// runningCell is running/limit for a tenant with a concurrency limit.
+func runningCell(t tenantDepth) string {
+	if t.ConcurrencyLimit <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", t.Running, t.ConcurrencyLimit)
+}
+
+// startsCell is the start rate, with the rate limit when there is one.
+func startsCell(t tenantDepth) string {
+	if t.StartsPerSecond == nil {
+		return "-"
+	}
+	s := strconv.FormatFloat(*t.StartsPerSecond, 'f', 2, 64)
+	if t.RateLimit > 0 {
+		s += "/" + strconv.FormatFloat(t.RateLimit, 'f', -1, 64)
+	}
+	return s
 }
