@@ -143,7 +143,7 @@ func Default() Config {
 		TimedOutCommitted: 0.005, TimedOutNotCommitted: 0.005, CancelledCommitted: 0.005, CancelledNotCommitted: 0.005,
 		LargeShare: 0.03, LargeBytes: 89_000, ExhaustShare: 0.01,
 		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, FarSkew: 5 * time.Second, Seed: 1,
-		PrefetchRate: 1, PrefetchHold: 7500 * time.Millisecond, CancelEvery: 400 * time.Millisecond,
+		PrefetchRate: 1.5, PrefetchHold: 7500 * time.Millisecond, CancelEvery: 300 * time.Millisecond,
 		BatchShare: 0.05, UnpointEvery: 2 * time.Second,
 	}
 }
