@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -60,24 +61,27 @@ type Report struct {
 	Resizes         int64 `json:"resizes,omitempty"`
 	ResizeErrors    int64 `json:"resize_errors,omitempty"`
 	AutoIdempotency bool  `json:"auto_idempotency,omitempty"`
+	// Enqueues counts the producers' enqueue calls, SlowEnqueues those
+	// over a second, SlowestEnqueue the longest (s): the producers wait
+	// for each, so they bound how many jobs a run checks.
+	Enqueues       int64   `json:"enqueues"`
+	SlowEnqueues   int64   `json:"slow_enqueues"`
+	SlowestEnqueue float64 `json:"slowest_enqueue_s"`
 	// The drivers of issues 22 and 24: enqueue batches made (IDs
 	// repeated in them, IDs generated), lanes stripped of their pointer
 	// (and found repaired), the worker's refusals to start a prefetched
 	// job it knew lost, and limit changes.
-	// Enqueues counts the producers' enqueue calls, SlowEnqueues those
-	// over a second, SlowestEnqueue the longest (s): the producers wait
-	// for each, so they bound how many jobs a run checks.
-	Enqueues        int64   `json:"enqueues"`
-	SlowEnqueues    int64   `json:"slow_enqueues"`
-	SlowestEnqueue  float64 `json:"slowest_enqueue_s"`
-	Batches         int64   `json:"batches"`
-	BatchRepeats    int64   `json:"batch_repeats"`
-	BatchGenerated  int64   `json:"batch_generated"`
-	Unpointed       int64   `json:"unpointed"`
-	UnpointRepaired int64   `json:"unpoint_repaired"`
-	RefusedStarts   int64   `json:"refused_starts"`
-	LimitChanges    int64   `json:"limit_changes"`
-	Verdict         Verdict `json:"verdict"`
+	Batches         int64 `json:"batches"`
+	BatchRepeats    int64 `json:"batch_repeats"`
+	BatchGenerated  int64 `json:"batch_generated"`
+	Unpointed       int64 `json:"unpointed"`
+	UnpointRepaired int64 `json:"unpoint_repaired"`
+	RefusedStarts   int64 `json:"refused_starts"`
+	LimitChanges    int64 `json:"limit_changes"`
+	// LoadAvg is the machine's load average at the end (/proc/loadavg;
+	// "n/a" elsewhere): a loaded machine enqueues and so checks fewer jobs.
+	LoadAvg string  `json:"load_avg,omitempty"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // harness is one soak run's shared state.
@@ -389,6 +393,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	rep.Unpointed, rep.UnpointRepaired = h.unpointed.Load(), h.unpointRepaired.Load()
 	rep.RefusedStarts, rep.LimitChanges = h.refused.Load(), h.limitChanges.Load()
 	rep.Enqueues, rep.SlowEnqueues = h.enqueues.Load(), h.slowEnqueues.Load()
+	rep.LoadAvg = loadAvg()
 	rep.SlowestEnqueue = time.Duration(h.slowestEnqueue.Load()).Seconds()
 	rep.Faults = h.db.Stats()
 	st := cnt.Stats()
@@ -588,7 +593,7 @@ func (r Report) WriteSummary(w io.Writer) {
 		r.Config.Tenants, r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
-	fmt.Fprintf(w, "producers' enqueues:     %d calls, %d over 1 s, the slowest %.1f s\n", r.Enqueues, r.SlowEnqueues, r.SlowestEnqueue)
+	fmt.Fprintf(w, "producers' enqueues:     %d calls, %d over 1 s, the slowest %.1f s; load average at the end %s\n", r.Enqueues, r.SlowEnqueues, r.SlowestEnqueue, r.LoadAvg)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
 	fmt.Fprintf(w, "pauses past the lease:   %d (plus %d by jobs built to exhaust their one attempt)\n", r.Pauses, r.ExhaustPauses)
 	fmt.Fprintf(w, "1021 injected:           %d committed, %d not committed\n", r.Faults.UnknownCommitted, r.Faults.UnknownNotCommitted)
@@ -750,4 +755,13 @@ func (h *harness) enqueueTook(d time.Duration) {
 			return
 		}
 	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg, or "n/a".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }
