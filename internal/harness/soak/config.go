@@ -144,7 +144,7 @@ func Default() Config {
 		LargeShare: 0.03, LargeBytes: 89_000, ExhaustShare: 0.01,
 		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, FarSkew: 5 * time.Second, Seed: 1,
 		PrefetchRate: 1.5, PrefetchHold: 7500 * time.Millisecond, CancelEvery: 300 * time.Millisecond,
-		BatchShare: 0.05, UnpointEvery: 2 * time.Second,
+		BatchShare: 0.1, UnpointEvery: 2 * time.Second,
 	}
 }
 
