@@ -52,32 +52,39 @@ func (h *harness) isUnpointable(tenant string) bool {
 }
 
 // unpointLoop strips a lane's pointer every UnpointEvery on average while
-// ctx lasts.
+// ctx lasts: half the time in the prefetch type's zone (its backlog waits
+// in unleased lanes; the resizer leaves that type alone), else in a work
+// type's zone of an unpointable tenant. A zone with no lane to strip is
+// looked at again a little later, up to 10 times.
 func (h *harness) unpointLoop(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, 500))
 	probeSeq := 0
 	for sleep(ctx, time.Duration(rng.ExpFloat64()*float64(h.cfg.UnpointEvery))) {
-		ts := h.unpointable()
-		tenant := ts[rng.IntN(len(ts))]
-		types := []string{workType}
-		if h.cfg.ShortShare > 0 {
-			types = append(types, shortType)
+		for try := 0; try < 10; try++ {
+			tt, tenant := prefetchType, ""
+			if h.cfg.PrefetchRate <= 0 || rng.IntN(2) == 0 {
+				ts := h.unpointable()
+				tenant = ts[rng.IntN(len(ts))]
+				types := h.limitTypes()
+				tt = types[rng.IntN(len(types))]
+			}
+			if h.unpointOne(ctx, rng, tt, tenant, &probeSeq) || !sleep(ctx, 200*time.Millisecond) {
+				break
+			}
 		}
-		tt := types[rng.IntN(len(types))]
-		h.unpointOne(ctx, rng, tt, tenant, &probeSeq)
 	}
 }
 
 // unpointOne strips one lane of zone (tt, tenant) and enqueues into it
-// until it is repaired.
-func (h *harness) unpointOne(ctx context.Context, rng *rand.Rand, tt, tenant string, probeSeq *int) {
+// until it is repaired; false if it found no lane to strip.
+func (h *harness) unpointOne(ctx context.Context, rng *rand.Rand, tt, tenant string, probeSeq *int) bool {
 	q, err := h.admin(ctx, false)
 	if err != nil {
-		return
+		return false
 	}
 	info, err := q.ZoneInfo(ctx, tt, tenant)
 	if err != nil {
-		return
+		return false
 	}
 	var cands []quick.ZoneLaneInfo
 	for _, li := range info.LaneStates {
@@ -86,13 +93,20 @@ func (h *harness) unpointOne(ctx context.Context, rng *rand.Rand, tt, tenant str
 		}
 	}
 	if len(cands) == 0 {
-		return
+		return false
 	}
 	li := cands[rng.IntN(len(cands))]
 	stripped, err := h.stripPointer(ctx, tt, tenant, li)
 	if err != nil || !stripped {
-		return
+		return false
 	}
+	h.probe(ctx, q, tt, tenant, li, probeSeq)
+	return true
+}
+
+// probe enqueues into stripped lane li of zone (tt, tenant) until its
+// pointer is back, at most unpointProbes jobs landing in it.
+func (h *harness) probe(ctx context.Context, q *quick.Queue, tt, tenant string, li quick.ZoneLaneInfo, probeSeq *int) {
 	h.unpointed.Add(1)
 	landed := 0
 	for landed < unpointProbes {
@@ -114,17 +128,21 @@ func (h *harness) unpointOne(ctx context.Context, rng *rand.Rand, tt, tenant str
 				return
 			}
 		}
-		body, _ := json.Marshal(payload{Kind: KindNormal, Producer: probeProducerID, Seq: *probeSeq})
+		kind := KindNormal
+		if tt == prefetchType {
+			kind = KindHold
+		}
+		body, _ := json.Marshal(payload{Kind: kind, Producer: probeProducerID, Seq: *probeSeq})
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		_, err = q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: tt, ItemSpace: tenant, Priority: li.Priority, Payload: body, UniqueKey: h.uniqueKey(id)})
 		cancel()
-		h.rec.job(JobRec{ID: id, Kind: KindNormal, Producer: probeProducerID, Seq: *probeSeq, TaskType: tt, Tenant: tenant, Uncertain: err != nil})
+		h.rec.job(JobRec{ID: id, Kind: kind, Producer: probeProducerID, Seq: *probeSeq, TaskType: tt, Tenant: tenant, Uncertain: err != nil})
 		*probeSeq++
 		if err == nil {
 			landed++
 		}
 	}
-	info, err = q.ZoneInfo(ctx, tt, tenant)
+	info, err := q.ZoneInfo(ctx, tt, tenant)
 	if err != nil {
 		return
 	}
