@@ -51,8 +51,9 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: epoch, Claimed: claimed, At: time.Now(), Short: isShort(l),
 			Producer: p.Producer, Seq: p.Seq})
 		start := time.Now()
+		var done time.Time // when the work ended, before the completing transaction
 		defer func() {
-			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now(), Claimed: claimed}
+			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now(), Claimed: claimed, Done: done}
 			if err != nil {
 				r.Err = err.Error()
 			}
@@ -103,6 +104,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 				h.rec.problem(fmt.Sprintf("job %s (checkpoint) resumed from checkpoint %q, stored %q", l.ID, l.Checkpoint, want))
 			}
 		}
+		done = time.Now()
 		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
 			h.record(tr, l.ID, leasetoken.Of(l), completion{Worker: wid, Attempt: l.Attempt})
 			return nil

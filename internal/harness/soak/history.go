@@ -78,6 +78,12 @@ type RunRec struct {
 	// Claimed is when the run's lease was claimed (real time): the limits
 	// in force then are the ones its claim obeyed.
 	Claimed time.Time
+	// Done is when a handler that completes through CompleteWith ended
+	// its work and began the completing transaction, whose commit gives
+	// its limit slot back (zero: the run ended at End, and its ack
+	// follows). A claim may take the slot before the handler has
+	// returned: the run counts against a limit until Done.
+	Done time.Time
 }
 
 // Freeze is a stretch of real time a worker was frozen (its clock's

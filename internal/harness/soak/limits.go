@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/quickfdb/quickfdb/quick"
@@ -142,6 +143,7 @@ func checkLimits(h History, v *Verdict) {
 	type span struct {
 		from, to time.Time
 		limit    int
+		run      RunRec
 	}
 	spans := map[group][]span{}
 	raw := map[group][]span{}
@@ -156,10 +158,13 @@ func checkLimits(h History, v *Verdict) {
 		}
 		g := group{j.TaskType, j.Tenant}
 		v.LimitRuns++
-		raw[g] = append(raw[g], span{r.Start, r.End, conc})
-		// The run stops counting when its holder froze or was killed (its
-		// lease lapses then) or the job was cancelled.
-		end := r.End
+		raw[g] = append(raw[g], span{r.Start, runEnd(r), conc, r})
+		// The run stops counting when its work ends and its completing
+		// transaction begins (its commit frees the slot, before the
+		// handler returns), when its holder froze or was killed (its lease
+		// lapses then), or when the job was cancelled.
+		end := runEnd(r)
+		full := end
 		for _, f := range freezes[r.Worker] {
 			if f.To.After(r.Start) && f.From.Before(end) {
 				end = maxTime(f.From, r.Start)
@@ -171,25 +176,26 @@ func checkLimits(h History, v *Verdict) {
 		if c, ok := cancelled[r.ID]; ok && c.Before(end) {
 			end = maxTime(c, r.Start)
 		}
-		if end.Before(r.End) {
+		if end.Before(full) {
 			v.LimitLapsed++
 		}
 		if end.After(r.Start) {
-			spans[g] = append(spans[g], span{r.Start, end, conc})
+			spans[g] = append(spans[g], span{r.Start, end, conc, r})
 		}
 	}
 	if v.LimitMax == nil {
 		v.LimitMax, v.LimitMaxAll = map[string]int{}, map[string]int{}
 	}
-	sweep := func(ss []span, report func(bound, n int, at time.Time)) {
+	sweep := func(ss []span, report func(bound, n int, at time.Time, running []span)) {
 		type ev struct {
 			at    time.Time
 			d     int
 			limit int
+			i     int
 		}
 		var evs []ev
-		for _, s := range ss {
-			evs = append(evs, ev{s.from, 1, s.limit}, ev{s.to, -1, s.limit})
+		for i, s := range ss {
+			evs = append(evs, ev{s.from, 1, s.limit, i}, ev{s.to, -1, s.limit, i})
 		}
 		sort.Slice(evs, func(i, j int) bool {
 			if !evs[i].at.Equal(evs[j].at) {
@@ -198,34 +204,49 @@ func checkLimits(h History, v *Verdict) {
 			return evs[i].d < evs[j].d // an end before a start at one instant
 		})
 		active := map[int]int{}
+		running := map[int]bool{}
 		n := 0
 		for _, e := range evs {
 			active[e.limit] += e.d
 			n += e.d
 			if e.d < 0 {
+				delete(running, e.i)
 				continue
 			}
+			running[e.i] = true
 			bound := 0
 			for l, c := range active {
 				if c > 0 && l > bound {
 					bound = l
 				}
 			}
-			report(bound, n, e.at)
+			var rs []span
+			if n > bound {
+				for i := range running {
+					rs = append(rs, ss[i])
+				}
+			}
+			report(bound, n, e.at, rs)
 		}
 	}
 	for g, ss := range spans {
-		sweep(ss, func(bound, n int, at time.Time) {
+		sweep(ss, func(bound, n int, at time.Time, running []span) {
 			k := fmt.Sprintf("L=%d", bound)
 			v.LimitMax[k] = max(v.LimitMax[k], n)
 			if n > bound {
-				v.violate("tenant %.8q… (%s): %d jobs ran at once at %s under a concurrency limit of %d (runs whose holder froze or was killed not counted)",
-					g.tenant, g.tt, n, at.Format("15:04:05.000"), bound)
+				var desc []string
+				for _, s := range running {
+					desc = append(desc, fmt.Sprintf("%s by %s claimed %s ran %s-%s (%s)", s.run.ID, s.run.Worker, s.run.Claimed.Format("15:04:05.000"),
+						s.run.Start.Format("15:04:05.000"), s.run.End.Format("15:04:05.000"), s.run.Err))
+				}
+				sort.Strings(desc)
+				v.violate("tenant %.8q… (%s): %d jobs ran at once at %s under a concurrency limit of %d (runs whose holder froze or was killed not counted): %s",
+					g.tenant, g.tt, n, at.Format("15:04:05.000"), bound, strings.Join(desc, "; "))
 			}
 		})
 	}
 	for _, ss := range raw {
-		sweep(ss, func(bound, n int, _ time.Time) {
+		sweep(ss, func(bound, n int, _ time.Time, _ []span) {
 			k := fmt.Sprintf("L=%d", bound)
 			v.LimitMaxAll[k] = max(v.LimitMaxAll[k], n)
 		})
@@ -284,4 +305,13 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// runEnd is when a run stops holding its limit slot, its holder alive:
+// when its completing transaction began (Done), else when it returned.
+func runEnd(r RunRec) time.Time {
+	if !r.Done.IsZero() && r.Done.Before(r.End) {
+		return r.Done
+	}
+	return r.End
 }

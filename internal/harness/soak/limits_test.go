@@ -175,3 +175,17 @@ func hasViolation(v Verdict, s string) bool {
 	}
 	return false
 }
+
+// A completing transaction frees the slot before its handler returns: a
+// run claimed then overlaps the handler's return, not its work.
+func TestCheckLimitsCountsTheWorkNotTheCompletion(t *testing.T) {
+	h, t0 := limitHistory()
+	h.Runs[2].Start = t0.Add(1900 * time.Millisecond) // before run 0 returns at 2 s
+	if v := Check(h); !hasViolation(v, "ran at once") {
+		t.Fatalf("three at once without Done: %v", v.Violations)
+	}
+	h.Runs[0].Done = t0.Add(1800 * time.Millisecond) // its completion began at 1.8 s
+	if v := Check(h); len(v.Violations) != 0 {
+		t.Fatalf("violations: %v", v.Violations)
+	}
+}
