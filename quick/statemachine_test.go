@@ -40,7 +40,8 @@ import (
 // lane has a vested job and otherwise vests no later than its earliest. At
 // the end every job left runs.
 func TestZonesStateMachine(t *testing.T) {
-	var jobs, steps, repeats, unpointed int64
+	var jobs, steps, repeats, unpointed, limitSets int64
+	maxLeased := map[int]int{}
 	var faults kv.FaultStats
 	cfg := kv.Faults{
 		UnknownCommitted:      0.04,
@@ -53,7 +54,7 @@ func TestZonesStateMachine(t *testing.T) {
 		SlowCommit:            0.02,
 	}
 	defer func() {
-		t.Logf("drove %d zones jobs through %d checked steps (%d repeated IDs, %d lanes stripped of their pointer); faults injected: %+v", jobs, steps, repeats, unpointed, faults)
+		t.Logf("drove %d zones jobs through %d checked steps (%d repeated IDs, %d lanes stripped of their pointer, %d limit changes; most leased at once under a concurrency limit: %v); faults injected: %+v", jobs, steps, repeats, unpointed, limitSets, maxLeased, faults)
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		raw, space := fdbtest.Open(t)
@@ -78,6 +79,7 @@ func TestZonesStateMachine(t *testing.T) {
 			"cancel":   m.cancel,
 			"lanes":    m.setLanes,
 			"unpoint":  m.unpoint,
+			"limits":   m.setLimits,
 			"vanish":   m.vanish,
 			"shutdown": m.shutdown,
 			"advance":  m.advance,
@@ -89,6 +91,10 @@ func TestZonesStateMachine(t *testing.T) {
 		steps += m.steps
 		repeats += m.repeats
 		unpointed += m.unpointed
+		limitSets += m.limitSets
+		for l, n := range m.maxLeased {
+			maxLeased[l] = max(maxLeased[l], n)
+		}
 		faults = zsmAdd(faults, faulty.Stats())
 	})
 	if missing := faults.Missing(cfg); len(missing) > 0 && !t.Failed() {
@@ -155,6 +161,9 @@ type zmJob struct {
 	leased      bool
 	token       uint64
 	payload     []byte
+	// slot: leased while its tenant had a concurrency limit, so the
+	// lease holds one of the tenant's slots (limits_sm_test.go).
+	slot bool
 }
 
 type zmHeld struct {
@@ -181,6 +190,12 @@ type zModel struct {
 	// repeats and unpointed count the IDs enqueued again and the lanes
 	// whose pointer was deleted, for the log.
 	repeats, unpointed int64
+	// limits are the tenants' limits as last set (limits_sm_test.go),
+	// limitSets how many times they were set, maxLeased the most jobs of
+	// one tenant seen leased under a concurrency limit, by the limit.
+	limits    map[string]*zmLimits
+	limitSets int64
+	maxLeased map[int]int
 }
 
 func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *zModel {
@@ -207,7 +222,7 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	if err != nil {
 		rt.Fatal(err)
 	}
-	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw, marked: map[ID]map[ID]bool{}}
+	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw, marked: map[ID]map[ID]bool{}, maxLeased: map[int]int{}}
 }
 
 func (m *zModel) activeUnique(key string) *zmJob {
@@ -393,8 +408,10 @@ func (m *zModel) took(rt *rapid.T, worker string, res Claimed, maxN int) {
 			rt.Fatalf("job %s resumed from checkpoint %q, want %q", l.ID, l.Checkpoint, j.checkpoint)
 		}
 		j.leased, j.token, j.vestAt = true, leasetoken.Of(l), l.Deadline
+		j.slot = m.slotted(j.tenant)
 		m.held = append(m.held, zmHeld{worker: worker, lease: l})
 	}
+	m.checkLimits(rt, res, now)
 	// Jobs whose attempts ran out while their holders vanished went to the
 	// dead letters instead: find them through the truth.
 	dead := res.DeadLettered
@@ -864,7 +881,12 @@ func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
 		// otherwise vests no later than the lane's earliest job. (A lane
 		// handed back with vested jobs left goes to the back of the vested
 		// pointers, at the hand-back's time: later than its earliest job.)
-		if li.earliest >= 0 && !li.state.leased() && li.state.PtrMs > max(li.earliest, nowMs) {
+		// A lane parked at its tenant's limits has its pointer at most
+		// 5 s ahead, whatever its jobs (limits_sm_test.go).
+		if li.state.Parked && !li.state.leased() && li.state.PtrMs > nowMs+5_000 {
+			rt.Fatalf("lane %s: parked until %d, over 5 s after now %d", l, li.state.PtrMs, nowMs)
+		}
+		if li.earliest >= 0 && !li.state.leased() && !li.state.Parked && li.state.PtrMs > max(li.earliest, nowMs) {
 			rt.Fatalf("lane %s: its unleased pointer vests at %d, after its earliest job at %d (now %d)", l, li.state.PtrMs, li.earliest, nowMs)
 		}
 	}
@@ -923,6 +945,7 @@ func (m *zModel) check(rt *rapid.T) {
 func (m *zModel) drain(rt *rapid.T) {
 	m.check(rt)
 	m.inj.SetEnabled(false)
+	m.clearLimits(rt)
 	for round := 0; round < 200; round++ {
 		m.clk.Advance(10 * time.Minute)
 		res, err := m.truth.Consumer().Claim(m.ctx, ClaimOptions{

@@ -56,6 +56,11 @@ type jobState struct {
 	// For events (events.go): when the handler started and returned (set
 	// by runJob before settle, read under mu).
 	started, returned time.Time
+	// startedLost is why the lease was known lost when the runner decided
+	// to start the handler (notStartable; nil if it was not), for
+	// testhooks.StartedLost. Written before the handler starts, by the
+	// goroutine that runs it.
+	startedLost error
 	// span is the run's span while open (tracing.go); nil without a
 	// TracerProvider.
 	span trace.Span
@@ -90,11 +95,21 @@ func (st *jobState) usableLocked() error {
 // its context ended (the loss's cause). A prefetched job waits for a slot
 // while its lease can be lost (issue 22, item 4).
 func (st *jobState) notStartable() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// What the worker knows here, whatever the checks below decide
+	// (testhooks.StartedLost: the soak counts starts under a lease known
+	// lost, which only a broken check lets through).
+	st.startedLost = st.refusalLocked(false)
 	if mutant.On("worker.prefetch-phase") {
 		return nil
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	return st.refusalLocked(mutant.On("worker.start-lapsed"))
+}
+
+// refusalLocked is notStartable's answer; ignoreLapsed skips the check of
+// a lapsed per-job lease.
+func (st *jobState) refusalLocked(ignoreLapsed bool) error {
 	if err := st.usableLocked(); err != nil {
 		return err
 	}
@@ -106,7 +121,7 @@ func (st *jobState) notStartable() error {
 	// taken the job, so starting it here could run it twice. It is claimed
 	// again as any lapsed lease is. (A job under a short lane follows its
 	// lane's lease, which the lane's keeper watches.)
-	if st.lane == nil && !st.lease.Deadline.IsZero() && !st.r.w.clk.Now().Before(st.lease.Deadline) && !mutant.On("worker.start-lapsed") {
+	if st.lane == nil && !st.lease.Deadline.IsZero() && !st.r.w.clk.Now().Before(st.lease.Deadline) && !ignoreLapsed {
 		return fmt.Errorf("worker: job %s: its lease ended at %s, before its start: %w", st.first.ID, st.lease.Deadline.UTC().Format(time.RFC3339Nano), quick.ErrLeaseLost)
 	}
 	return nil

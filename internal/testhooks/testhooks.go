@@ -22,3 +22,12 @@ var KillWorker func(w any)
 // requeued. The soak tells a lease issued before a requeue from one issued
 // after by it. Set by package worker.
 var ClaimedAt func(job any) time.Time
+
+// StartedLost returns why the worker already knew, when it started the
+// handler of the job a handler was given (a *worker.Job[T]), that the
+// job's lease was lost or ended: nil when it did not. The worker decides
+// whether a claimed job may start under the job's lock, and records what it
+// knew there, so a loss learned after the start is never reported. A
+// non-nil answer is a run doubled (issue 22, item 4): the soak counts them,
+// and must count 0. Set by package worker.
+var StartedLost func(job any) error

@@ -49,6 +49,31 @@ type Verdict struct {
 	Requeued int `json:"requeued,omitempty"`
 	Resumed  int `json:"resumed,omitempty"`
 	Slow     int `json:"slow,omitempty"`
+	// LostStarts counts handler starts for a lease the worker already
+	// knew lost (testhooks.StartedLost): each is a violation.
+	LostStarts int `json:"lost_starts"`
+	// Cancelled counts the prefetched jobs the harness cancelled (Cancel
+	// returned nil), CancelledUnrun those of them whose handler never
+	// started; CancelledLate the cancels that found the job finished.
+	Cancelled      int `json:"cancelled,omitempty"`
+	CancelledUnrun int `json:"cancelled_unrun,omitempty"`
+	CancelledLate  int `json:"cancelled_late,omitempty"`
+	// Generated counts the jobs whose IDs a failed enqueue call generated
+	// and that were found stored (by their producer and sequence).
+	Generated int `json:"generated_found,omitempty"`
+	// Limits (limits.go): the runs of limited tenants checked, those cut
+	// short because their holder froze or was killed while they ran (their
+	// lease lapsed: the one way past a limit), and the most runs of one
+	// tenant and task type at once, by the concurrency limit in force
+	// ("L=1", "L=5"): LimitMax without the runs of frozen or killed
+	// holders after they froze, LimitMaxAll with them. RateClaims counts
+	// the claims under a rate, RateMaxInSecond the most in one second.
+	LimitRuns       int            `json:"limit_runs,omitempty"`
+	LimitLapsed     int            `json:"limit_lapsed_runs,omitempty"`
+	LimitMax        map[string]int `json:"limit_max_running,omitempty"`
+	LimitMaxAll     map[string]int `json:"limit_max_running_with_lapsed,omitempty"`
+	RateClaims      int            `json:"rate_claims,omitempty"`
+	RateMaxInSecond int            `json:"rate_max_in_second,omitempty"`
 	// Violations lists each violation found; the run fails if any.
 	Violations []string `json:"violations"`
 }
@@ -68,6 +93,11 @@ func Check(h History) Verdict {
 	for _, p := range h.HandlerProblems {
 		v.violate("%s", p)
 	}
+	v.LostStarts = len(h.LostStarts)
+	for _, p := range h.LostStarts {
+		v.violate("%s", p)
+	}
+	h.Jobs = attributeGenerated(h, &v)
 
 	short := map[quick.ID]bool{}
 	kind := map[quick.ID]string{}
@@ -170,12 +200,41 @@ func Check(h History) Verdict {
 		}
 		logical[key] = j.ID
 	}
+	cancels := map[quick.ID]CancelRec{}
+	for _, c := range h.Cancels {
+		cancels[c.ID] = c
+	}
 	for _, j := range h.Jobs {
 		exists := len(runs[j.ID]) > 0 || len(completions[j.ID]) > 0 || dead[j.ID] || pending[j.ID] || len(claimedTokens[j.ID]) > 0
 		if j.Uncertain && !exists {
 			continue // the failed enqueue did not commit: nothing to finish
 		}
 		v.Jobs++
+		if c, ok := cancels[j.ID]; ok {
+			// A prefetched job the harness cancelled: it must be gone,
+			// with no completion (a completion after the cancel would
+			// have written under a lease the cancel ended). One whose
+			// cancel found it finished is a job like any other; one whose
+			// cancel failed otherwise may have either fate.
+			switch {
+			case c.Err == "":
+				v.Cancelled++
+				if len(runs[j.ID]) == 0 {
+					v.CancelledUnrun++
+				}
+				switch {
+				case len(completions[j.ID]) > 0:
+					v.violate("job %s was cancelled while prefetched, but a completion committed", j.ID)
+				case pending[j.ID] || dead[j.ID]:
+					v.violate("job %s was cancelled while prefetched, but it is still stored (queued %v, dead %v)", j.ID, pending[j.ID], dead[j.ID])
+				}
+				continue
+			case c.NotFound:
+				v.CancelledLate++
+			case len(completions[j.ID]) == 0 && !pending[j.ID] && !dead[j.ID]:
+				continue // the uncertain cancel committed
+			}
+		}
 		n := len(completions[j.ID])
 		if n > 0 {
 			v.Completed++
@@ -254,6 +313,7 @@ func Check(h History) Verdict {
 		v.violate("job %s (%s/%s, completed %d times, dead %v): its lookup index entry (S (2, \"i\")) is left with every job finished", id, j.TaskType, j.Kind, len(completions[id]), dead[id])
 	}
 	checkCron(h, completions, &v)
+	checkLimits(h, &v)
 	sort.Strings(v.Violations)
 	return v
 }
@@ -408,4 +468,36 @@ func claimedAfter(c, l ClaimRec) bool {
 		return !c.Short
 	}
 	return true
+}
+
+// attributeGenerated returns the jobs with those of failed enqueue calls
+// whose IDs were generated, and found (claimed) all the same, added under
+// the IDs they were found with: known by the producer and sequence in their
+// payload, they must then finish like any other; not found, they were not
+// stored.
+func attributeGenerated(h History, v *Verdict) []JobRec {
+	if len(h.Generated) == 0 {
+		return h.Jobs
+	}
+	type ps struct{ p, n int }
+	want := map[ps]JobRec{}
+	for _, j := range h.Generated {
+		want[ps{j.Producer, j.Seq}] = j
+	}
+	known := map[quick.ID]bool{}
+	for _, j := range h.Jobs {
+		known[j.ID] = true
+	}
+	out := slices.Clone(h.Jobs)
+	for _, c := range h.Claims {
+		j, ok := want[ps{c.Producer, c.Seq}]
+		if !ok || known[c.ID] {
+			continue
+		}
+		known[c.ID] = true
+		j.ID = c.ID
+		out = append(out, j)
+		v.Generated++
+	}
+	return out
 }

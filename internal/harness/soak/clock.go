@@ -17,6 +17,8 @@ import (
 // clock does.
 type workerClock struct {
 	offset time.Duration
+	// onPause, when set, learns of each freeze (real time).
+	onPause func(from, to time.Time)
 
 	mu     sync.Mutex
 	resume chan struct{} // non-nil while paused; closed when it ends
@@ -66,6 +68,10 @@ func (c *workerClock) Pause(d time.Duration) bool {
 	}
 	r := make(chan struct{})
 	c.resume = r
+	if c.onPause != nil {
+		now := time.Now()
+		c.onPause(now, now.Add(d))
+	}
 	time.AfterFunc(d, func() {
 		c.mu.Lock()
 		c.resume = nil

@@ -100,6 +100,33 @@ type Config struct {
 	// and values a claim, an ack and a hand-back carry (issue 22, item 5:
 	// a claim of such jobs outgrew FDB's 10 MB).
 	LongNames bool `json:"long_names,omitempty"`
+	// Prefetch cancels (prefetch.go): PrefetchRate hold jobs a second go
+	// to a task type that every worker runs one at a time (Concurrency 1,
+	// so a second claimed job waits for the slot), each holding its slot
+	// for PrefetchHold, longer than the lease keeper's renewal point (two
+	// thirds of the lease): a waiting job's loss is learned while it
+	// waits. Every CancelEvery the harness cancels jobs that are leased
+	// and not started (prefetched): none may start once its worker knows.
+	PrefetchRate float64       `json:"prefetch_rate,omitempty"`
+	PrefetchHold time.Duration `json:"prefetch_hold,omitempty"`
+	CancelEvery  time.Duration `json:"cancel_every,omitempty"`
+	// BatchShare of the producers' enqueues are batches of 2 to 6 jobs
+	// (batches.go) that mix given and generated IDs and repeat IDs: an
+	// earlier call's first ID (its marker's name), IDs that marker lists,
+	// and the job before in the batch. A repeat must be answered
+	// duplicate under its own ID, and the batch's new jobs stored.
+	BatchShare float64 `json:"batch_share,omitempty"`
+	// UnpointEvery is the mean time between lanes stripped of their
+	// pointer (unpoint.go), as a copied tenant subspace is: the harness
+	// deletes an unleased lane's pointer entry and enqueues into the lane
+	// until the cover has repaired it. Its jobs must all come back.
+	UnpointEvery time.Duration `json:"unpoint_every,omitempty"`
+	// Limits (limits.go): tenant t01 gets a concurrency limit of 1 and t02
+	// one of 5 on every work type, t05 a rate on the per-job type, set
+	// before the workers start and swapped (1 and 5, two rates) every
+	// LimitEvery while they run. Needs Tenants > 5.
+	Limits     bool          `json:"limits,omitempty"`
+	LimitEvery time.Duration `json:"limit_every,omitempty"`
 	// Backoff is the retry delay of failed jobs; default 200 ms.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Verbose sends the queue's, workers' and cron's warnings to the log.
@@ -116,6 +143,8 @@ func Default() Config {
 		TimedOutCommitted: 0.005, TimedOutNotCommitted: 0.005, CancelledCommitted: 0.005, CancelledNotCommitted: 0.005,
 		LargeShare: 0.03, LargeBytes: 89_000, ExhaustShare: 0.01,
 		CronSchedules: 3, CronSpec: "@every 1s", CronEditEvery: 2 * time.Second, FarSkew: 5 * time.Second, Seed: 1,
+		PrefetchRate: 1.5, PrefetchHold: 7500 * time.Millisecond, CancelEvery: 300 * time.Millisecond,
+		BatchShare: 0.1, UnpointEvery: 2 * time.Second,
 	}
 }
 
@@ -143,6 +172,7 @@ func Zones() Config {
 	c.DelayedShare, c.DelayMax = 0.05, 3*time.Second
 	c.Backoff = 500 * time.Millisecond
 	c.LongNames = true
+	c.Limits, c.LimitEvery = true, 4*time.Second
 	return c
 }
 
@@ -181,6 +211,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("soak: skew %v must be within a quarter of the lane lease %v: workers whose clocks are further apart take each other's live lanes over", c.Skew, c.laneLease())
 	case c.SlowShare > 0 && (c.SlowFor <= 0 || c.SlowFor >= c.Lease):
 		return fmt.Errorf("soak: slow jobs of %v: want a positive duration under the lease %v", c.SlowFor, c.Lease)
+	case c.PrefetchRate > 0 && (c.PrefetchHold <= c.Lease*2/3 || c.PrefetchHold >= c.Lease):
+		return fmt.Errorf("soak: prefetch hold %v: want between two thirds of the lease (the keeper's renewal point) and the lease %v", c.PrefetchHold, c.Lease)
+	case c.BatchShare < 0 || c.BatchShare > 1:
+		return fmt.Errorf("soak: batch share %v is outside [0, 1]", c.BatchShare)
+	case c.Limits && c.Tenants < 6:
+		return fmt.Errorf("soak: limits need at least 6 tenants (t01, t02 and t05 are limited), have %d", c.Tenants)
 	case c.DelayedShare > 0 && (c.DelayMax <= 0 || c.DelayMax > c.chaos()):
 		return fmt.Errorf("soak: delayed jobs of up to %v: want a positive delay within the chaos phase %v", c.DelayMax, c.chaos())
 	}

@@ -53,6 +53,21 @@
 // index entries left behind; it reads what is queued from the zones' keys,
 // not through List.
 //
+// Both configurations also drive what issues 22 and 24 found unguarded
+// (prefetch.go, batches.go, unpoint.go, limits.go): cancels of prefetched
+// jobs (claimed by a worker and waiting for a slot), with every handler
+// started for a lease the worker already knew lost counted through the
+// worker's start hook (testhooks.StartedLost; must be 0); enqueue batches
+// that repeat earlier calls' IDs and mix given and generated ones, each
+// answer checked (a repeat is a duplicate under its own ID, a new job is
+// stored) and the new jobs required to finish; lanes stripped of their
+// pointer as a copied tenant subspace leaves them, which the cover of the
+// next enqueue into the lane must repair (0 lost); and, with tenants,
+// concurrency limits of 1 and 5 and a rate, swapped while workers run: the
+// checker finds the most runs of a limited tenant at once, from handler
+// start to return, and fails past the limit but for runs whose holder
+// froze or was killed while they ran (their leases lapsed), which it counts.
+//
 // Config.FarSkew runs the first worker far ahead of real time (5 s by
 // default): the worker runtime's time reference must have it stand by once
 // the others join, with no violation. Commits also fail with 1031 and 1025

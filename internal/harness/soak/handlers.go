@@ -46,17 +46,20 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 		// same attempt, and made the requeued run's completion look stale.
 		claimed := testhooks.ClaimedAt(job).Add(-clk.offset)
 		epoch := h.epochAt(l.ID, claimed)
-		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: epoch, Claimed: claimed, At: time.Now(), Short: isShort(l)})
+		var p payload
+		perr := json.Unmarshal(job.Args, &p)
+		h.rec.claim(ClaimRec{ID: l.ID, Token: leasetoken.Of(l), Attempt: l.Attempt, Worker: wid, Epoch: epoch, Claimed: claimed, At: time.Now(), Short: isShort(l),
+			Producer: p.Producer, Seq: p.Seq})
 		start := time.Now()
+		var done time.Time // when the work ended, before the completing transaction
 		defer func() {
-			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now()}
+			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now(), Claimed: claimed, Done: done}
 			if err != nil {
 				r.Err = err.Error()
 			}
 			h.rec.run(r)
 		}()
-		var p payload
-		if err := json.Unmarshal(job.Args, &p); err != nil {
+		if perr != nil {
 			return worker.Cancel("bad payload")
 		}
 		if p.Kind == KindExhaust {
@@ -77,6 +80,12 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 			if epoch == 0 {
 				return h.failure("failing until requeued")
 			}
+		case KindHold:
+			select {
+			case <-clk.After(h.cfg.PrefetchHold):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		case KindSlow:
 			select {
 			case <-clk.After(h.cfg.SlowFor):
@@ -95,6 +104,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 				h.rec.problem(fmt.Sprintf("job %s (checkpoint) resumed from checkpoint %q, stored %q", l.ID, l.Checkpoint, want))
 			}
 		}
+		done = time.Now()
 		return job.CompleteWith(ctx, func(tr kv.Transaction) error {
 			h.record(tr, l.ID, leasetoken.Of(l), completion{Worker: wid, Attempt: l.Attempt})
 			return nil

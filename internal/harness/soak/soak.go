@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -57,10 +58,30 @@ type Report struct {
 	DrainStalled bool `json:"drain_stalled"`
 	// Lane resizes done (and failed), and whether automatic idempotency
 	// was available to the producers asked to use it.
-	Resizes         int64   `json:"resizes,omitempty"`
-	ResizeErrors    int64   `json:"resize_errors,omitempty"`
-	AutoIdempotency bool    `json:"auto_idempotency,omitempty"`
-	Verdict         Verdict `json:"verdict"`
+	Resizes         int64 `json:"resizes,omitempty"`
+	ResizeErrors    int64 `json:"resize_errors,omitempty"`
+	AutoIdempotency bool  `json:"auto_idempotency,omitempty"`
+	// Enqueues counts the producers' enqueue calls, SlowEnqueues those
+	// over a second, SlowestEnqueue the longest (s): the producers wait
+	// for each, so they bound how many jobs a run checks.
+	Enqueues       int64   `json:"enqueues"`
+	SlowEnqueues   int64   `json:"slow_enqueues"`
+	SlowestEnqueue float64 `json:"slowest_enqueue_s"`
+	// The drivers of issues 22 and 24: enqueue batches made (IDs
+	// repeated in them, IDs generated), lanes stripped of their pointer
+	// (and found repaired), the worker's refusals to start a prefetched
+	// job it knew lost, and limit changes.
+	Batches         int64 `json:"batches"`
+	BatchRepeats    int64 `json:"batch_repeats"`
+	BatchGenerated  int64 `json:"batch_generated"`
+	Unpointed       int64 `json:"unpointed"`
+	UnpointRepaired int64 `json:"unpoint_repaired"`
+	RefusedStarts   int64 `json:"refused_starts"`
+	LimitChanges    int64 `json:"limit_changes"`
+	// LoadAvg is the machine's load average at the end (/proc/loadavg;
+	// "n/a" elsewhere): a loaded machine enqueues and so checks fewer jobs.
+	LoadAvg string  `json:"load_avg,omitempty"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // harness is one soak run's shared state.
@@ -88,6 +109,15 @@ type harness struct {
 	cronVanished  atomic.Bool
 	edits         atomic.Int64
 	tooLarge      *sizeWatch
+
+	// enqueues counts the producers' enqueue calls, slowEnqueues those
+	// that took over a second, slowestEnqueue the longest (ns): a producer
+	// enqueues one call at a time, so slow enqueues are what makes a soak
+	// check fewer jobs.
+	enqueues, slowEnqueues, slowestEnqueue atomic.Int64
+	batches, batchRepeats, batchGenerated  atomic.Int64
+	unpointed, unpointRepaired             atomic.Int64
+	refused, limitChanges                  atomic.Int64
 
 	// onCronCommit, set by tests before any worker starts, runs inside
 	// every transaction that completes a cron occurrence.
@@ -152,7 +182,7 @@ func (h *harness) vanish(wid string, clk *workerClock) {
 func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
 	cnt := kv.WithCounters(db)
 	sw := &sizeWatch{inner: cnt}
-	return &harness{
+	h := &harness{
 		cfg: cfg, cnt: cnt, tooLarge: sw,
 		db: kv.WithFaults(sw, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
 			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict,
@@ -160,11 +190,17 @@ func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
 			CancelledCommitted: cfg.CancelledCommitted, CancelledNotCommitted: cfg.CancelledNotCommitted}),
 		space: base.Sub("q"), hist: base.Sub("hist"), tenantData: base.Sub("tenants"),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 7)),
-		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		edited:    map[string]bool{},
 		recreated: map[string]bool{},
 		killReq:   make(chan string, 64),
 	}
+	h.setLogger(slog.NewTextHandler(io.Discard, nil))
+	return h
+}
+
+// setLogger logs through inner, counting the worker's refused starts.
+func (h *harness) setLogger(inner slog.Handler) {
+	h.logger = slog.New(countHandler{inner: inner, refused: &h.refused})
 }
 
 func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
@@ -199,7 +235,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	h := newHarness(db, base, cfg)
 	cnt := h.cnt
 	if cfg.Verbose {
-		h.logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		h.setLogger(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	rep := Report{Config: cfg}
 	admin, err := h.admin(ctx, false)
@@ -214,6 +250,9 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		}
 	}
 
+	if cfg.Limits {
+		h.setLimits(ctx, 0) // before any worker claims
+	}
 	h.chaos.Store(true)
 	var (
 		mu      sync.Mutex
@@ -229,7 +268,9 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		if seq == 1 {
 			clk.offset += cfg.FarSkew
 		}
-		w, err := h.startWorker(wctx, fmt.Sprintf("w%03d", seq), clk)
+		id := fmt.Sprintf("w%03d", seq)
+		clk.onPause = func(from, to time.Time) { h.rec.freeze(Freeze{Worker: id, From: from, To: to}) }
+		w, err := h.startWorker(wctx, id, clk)
 		if err != nil {
 			return err
 		}
@@ -263,6 +304,23 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 			h.resize(chaosCtx)
 		}()
 	}
+	for _, loop := range []struct {
+		on  bool
+		run func(context.Context)
+	}{
+		{cfg.PrefetchRate > 0, h.produceHolds},
+		{cfg.PrefetchRate > 0 && cfg.CancelEvery > 0, h.cancelPrefetched},
+		{cfg.UnpointEvery > 0, h.unpointLoop},
+		{cfg.Limits && cfg.LimitEvery > 0, h.limitLoop},
+	} {
+		if loop.on {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				loop.run(chaosCtx)
+			}()
+		}
+	}
 	if cfg.RequeueShare > 0 {
 		bg.Add(1)
 		go func() {
@@ -287,6 +345,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 			}
 			mu.Lock()
 			if i := pick(); i >= 0 {
+				h.rec.kill(workers[i].id, time.Now())
 				workers[i].Kill()
 				workers = append(workers[:i], workers[i+1:]...)
 				h.kills.Add(1)
@@ -330,6 +389,12 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	rep.Elapsed = time.Since(started).Seconds()
 	rep.Kills, rep.Pauses, rep.WorkersRun = h.kills.Load(), h.pause.Load(), len(all)
 	rep.ExhaustPauses, rep.CronEdits = h.exhaustPauses.Load(), h.edits.Load()
+	rep.Batches, rep.BatchRepeats, rep.BatchGenerated = h.batches.Load(), h.batchRepeats.Load(), h.batchGenerated.Load()
+	rep.Unpointed, rep.UnpointRepaired = h.unpointed.Load(), h.unpointRepaired.Load()
+	rep.RefusedStarts, rep.LimitChanges = h.refused.Load(), h.limitChanges.Load()
+	rep.Enqueues, rep.SlowEnqueues = h.enqueues.Load(), h.slowEnqueues.Load()
+	rep.LoadAvg = loadAvg()
+	rep.SlowestEnqueue = time.Duration(h.slowestEnqueue.Load()).Seconds()
 	rep.Faults = h.db.Stats()
 	st := cnt.Stats()
 	rep.ClaimCommits, rep.NaturalConfl = st.Commits, st.Conflicts
@@ -349,9 +414,28 @@ func (h *harness) produce(ctx context.Context, p int) {
 	rng := rand.New(rand.NewPCG(h.cfg.Seed, uint64(100+p)))
 	per := time.Duration(float64(time.Second) * float64(h.cfg.Producers) / h.cfg.Rate)
 	c := h.cfg
-	for n := 0; ; n++ {
-		if !sleep(ctx, per) {
+	var mem markerMemory
+	// The producer keeps to a schedule, its tick-th enqueue at start +
+	// tick·per, rather than sleeping per after each: an enqueue slowed by
+	// a loaded machine delays the next ones, not the rate. (Sleeping after
+	// each made the job count follow the enqueue latency: one process's 10
+	// seeds checked 27 to 1,036 jobs each.)
+	start := time.Now()
+	for n, tick := 0, 1; ; n, tick = n+1, tick+1 {
+		if !sleep(ctx, time.Until(start.Add(time.Duration(tick)*per))) {
 			return
+		}
+		if c.BatchShare > 0 && n >= len(firstKinds) && rng.Float64() < c.BatchShare {
+			tt := workType
+			if c.ShortShare > 0 && rng.Float64() < c.ShortShare {
+				tt = shortType
+			}
+			q, err := h.admin(ctx, p < c.AutoIdemProducers)
+			if err != nil {
+				continue
+			}
+			h.enqueueBatch(ctx, q, rng, p, &n, tt, &mem)
+			continue
 		}
 		kind := KindNormal
 		r := rng.Float64()
@@ -409,10 +493,15 @@ func (h *harness) enqueueOne(ctx context.Context, q *quick.Queue, rng *rand.Rand
 		pad = 1 + rng.IntN(h.cfg.LargeBytes)
 	}
 	tenant := h.pickTenant(rng)
+	if kind == KindHold {
+		tenant = "" // the prefetch type's one zone
+	}
 	body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
 	id := q.NewID()
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	began := time.Now()
 	_, err := q.Enqueue(ectx, quick.NewJob{ID: id, TaskType: tt, ItemSpace: tenant, Payload: body, MaxAttempts: maxAttempts, Delay: delay, UniqueKey: h.uniqueKey(id)})
+	h.enqueueTook(time.Since(began))
 	cancel()
 	if err != nil {
 		h.logger.Warn("soak: enqueue", "id", id, "err", err)
@@ -458,7 +547,14 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	}
 	h.rec.mu.Lock()
 	hist.HandlerProblems = slices.Clone(h.rec.problems)
+	hist.LostStarts = slices.Clone(h.rec.lostStarts)
+	hist.Generated = slices.Clone(h.rec.generated)
+	hist.Cancels = slices.Clone(h.rec.cancels)
+	hist.Freezes = slices.Clone(h.rec.freezes)
+	hist.Kills = maps.Clone(h.rec.kills)
+	hist.Limits = slices.Clone(h.rec.limits)
 	h.rec.mu.Unlock()
+	hist.Skew = h.cfg.Skew
 	h.editMu.Lock()
 	hist.CronEdited, hist.CronRecreated = maps.Clone(h.edited), maps.Clone(h.recreated)
 	h.editMu.Unlock()
@@ -503,6 +599,7 @@ func (r Report) WriteSummary(w io.Writer) {
 		r.Config.Tenants, r.Elapsed, engine, r.Config.Workers, r.WorkersRun, r.Config.Skew, r.Config.Lease, r.Config.CronSpec)
 	fmt.Fprintf(w, "jobs checked:            %d (completed %d, dead-lettered %d as configured)\n", v.Jobs, v.Completed, v.DeadLettered)
 	fmt.Fprintf(w, "claims / handler runs:   %d / %d\n", v.Claims, v.Runs)
+	fmt.Fprintf(w, "producers' enqueues:     %d calls, %d over 1 s, the slowest %.1f s; load average at the end %s\n", r.Enqueues, r.SlowEnqueues, r.SlowestEnqueue, r.LoadAvg)
 	fmt.Fprintf(w, "kills:                   %d\n", r.Kills)
 	fmt.Fprintf(w, "pauses past the lease:   %d (plus %d by jobs built to exhaust their one attempt)\n", r.Pauses, r.ExhaustPauses)
 	fmt.Fprintf(w, "1021 injected:           %d committed, %d not committed\n", r.Faults.UnknownCommitted, r.Faults.UnknownNotCommitted)
@@ -514,6 +611,14 @@ func (r Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "cron occurrences:        %d completed over %d chains (fewest for one chain: %d), %d dead-lettered with a successor, %d edits, %d runs abandoned by an edit\n",
 		v.CronCompleted, v.CronChains, v.CronFewest, v.CronDeadLettered, r.CronEdits, v.CronAbandoned)
 	fmt.Fprintf(w, "oversized transactions:  %d\n", v.TooLarge)
+	fmt.Fprintf(w, "known-lost starts:       %d handlers started for a lease the worker knew lost (%d prefetched starts refused)\n", v.LostStarts, r.RefusedStarts)
+	fmt.Fprintf(w, "prefetch cancels:        %d cancelled while prefetched (%d never started), %d found finished\n", v.Cancelled, v.CancelledUnrun, v.CancelledLate)
+	fmt.Fprintf(w, "enqueue batches:         %d (%d repeated IDs answered duplicate, %d generated IDs; %d found from failed calls)\n", r.Batches, r.BatchRepeats, r.BatchGenerated, v.Generated)
+	fmt.Fprintf(w, "lanes without pointer:   %d stripped, %d repaired by the cover\n", r.Unpointed, r.UnpointRepaired)
+	if r.Config.Limits {
+		fmt.Fprintf(w, "limits:                  %d changes; %d runs of limited tenants, most at once %s (with the runs of frozen or killed holders: %s), %d runs cut as their holder froze or was killed; rate: %d claims, at most %d in one second\n",
+			r.LimitChanges, v.LimitRuns, limitFigures(v.LimitMax), limitFigures(v.LimitMaxAll), v.LimitLapsed, v.RateClaims, v.RateMaxInSecond)
+	}
 	{
 		idem := "not in this engine: markers"
 		if r.AutoIdempotency {
@@ -538,6 +643,9 @@ func (r Report) WriteSummary(w io.Writer) {
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -552,8 +660,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func WriteTotals(w io.Writer, reps []Report) {
 	var jobs, lost, stale, chains, doubled, dupJobs, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
 	var kills, pauses, unkC, unkN, confl, inCommit int64
+	var lostStarts, cancelled, cancelledUnrun, refused, batches, repeats, generated, unpointed, repaired, limitRuns, lapsed int64
+	limMax, limMaxAll := map[string]int{}, map[string]int{}
 	for _, r := range reps {
 		v := r.Verdict
+		lostStarts += int64(v.LostStarts)
+		cancelled += int64(v.Cancelled)
+		cancelledUnrun += int64(v.CancelledUnrun)
+		refused += r.RefusedStarts
+		batches += r.Batches
+		repeats += r.BatchRepeats
+		generated += r.BatchGenerated
+		unpointed += r.Unpointed
+		repaired += r.UnpointRepaired
+		limitRuns += int64(v.LimitRuns)
+		lapsed += int64(v.LimitLapsed)
+		for k, n := range v.LimitMax {
+			limMax[k] = max(limMax[k], n)
+		}
+		for k, n := range v.LimitMaxAll {
+			limMaxAll[k] = max(limMaxAll[k], n)
+		}
 		jobs += v.Jobs
 		large += v.Large
 		exhausted += v.Exhausted
@@ -570,6 +697,8 @@ func WriteTotals(w io.Writer, reps []Report) {
 		inCommit += r.Faults.TimedOutCommitted + r.Faults.TimedOutNotCommitted + r.Faults.CancelledCommitted + r.Faults.CancelledNotCommitted
 		for _, s := range v.Violations {
 			switch {
+			case strings.Contains(s, "knew lost"), strings.Contains(s, "at once"), strings.Contains(s, "starts in"):
+				// counted apart (LostStarts, limits)
 			case strings.Contains(s, "duplicated"), strings.Contains(s, "must exist once"), strings.Contains(s, "created twice"), strings.Contains(s, "times (tokens"):
 				dupJobs++
 			case strings.Contains(s, "lost"):
@@ -585,8 +714,14 @@ func WriteTotals(w io.Writer, reps []Report) {
 	}
 	fmt.Fprintf(w, "totals over %d seeds: %d jobs (%d large, %d exhausted by a claim), %d kills, %d pauses, 1021 %d+%d, %d 1031/1025 in commit, %d injected conflicts, %d cron edits, %d cron occurrences dead-lettered with a successor\n",
 		len(reps), jobs, large, exhausted, kills, pauses, unkC, unkN, inCommit, confl, edits, cronDead)
-	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d duplicated jobs, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
-		lost, stale, dupJobs, chains, doubled, tooLarge, overlaps, violations)
+	fmt.Fprintf(w, "totals: %d batches (%d repeated IDs, %d generated), %d prefetched jobs cancelled (%d never started), %d prefetched starts refused, %d lanes stripped of their pointer (%d repaired)\n",
+		batches, repeats, generated, cancelled, cancelledUnrun, refused, unpointed, repaired)
+	if limitRuns > 0 {
+		fmt.Fprintf(w, "totals: limits: %d runs of limited tenants, most at once %s (with the runs of frozen or killed holders: %s), %d runs cut as their holder froze or was killed\n",
+			limitRuns, limitFigures(limMax), limitFigures(limMaxAll), lapsed)
+	}
+	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d duplicated jobs, %d doubled starts for a lease known lost, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
+		lost, stale, dupJobs, lostStarts, chains, doubled, tooLarge, overlaps, violations)
 }
 
 // firstKinds are producer 0's first jobs, one of each special kind (those
@@ -602,4 +737,40 @@ var firstKinds = []struct {
 	{KindSlow, func(c Config) float64 { return c.SlowShare }},
 	{KindCheckpoint, func(c Config) float64 { return c.CheckpointShare }},
 	{KindRequeue, func(c Config) float64 { return c.RequeueShare }},
+}
+
+// limitFigures formats the most runs at once by limit: "L=1: 1, L=5: 5".
+func limitFigures(m map[string]int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// enqueueTook counts one producer enqueue call of duration d.
+func (h *harness) enqueueTook(d time.Duration) {
+	h.enqueues.Add(1)
+	if d > time.Second {
+		h.slowEnqueues.Add(1)
+	}
+	for {
+		old := h.slowestEnqueue.Load()
+		if int64(d) <= old || h.slowestEnqueue.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg, or "n/a".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }

@@ -51,6 +51,8 @@ func checkZonesSoak(t *testing.T, rep Report) {
 		"jobs requeued and completed":   int64(v.Requeued),
 		"checkpointed jobs resumed":     int64(v.Resumed),
 		"jobs slower than a lane lease": int64(v.Slow),
+		"runs of limited tenants":       int64(v.LimitRuns),
+		"limit changes":                 rep.LimitChanges,
 	} {
 		if n == 0 {
 			t.Errorf("the zones soak did not exercise what it should: no %s", what)
@@ -92,6 +94,18 @@ func checkShortSoak(t *testing.T, rep Report) {
 	} {
 		if n == 0 {
 			t.Errorf("the soak did not exercise what it should: no %s (%+v)", what, rep)
+		}
+	}
+	// The drivers of issues 22 and 24 (known-lost starts are counted
+	// in the violations above).
+	for what, n := range map[string]int64{
+		"enqueue batches":                 int64(rep.Batches),
+		"IDs repeated in a batch":         rep.BatchRepeats,
+		"lanes stripped of their pointer": rep.Unpointed,
+		"prefetched jobs cancelled":       int64(v.Cancelled),
+	} {
+		if n == 0 {
+			t.Errorf("the soak did not exercise what it should: no %s", what)
 		}
 	}
 	if rep.NaturalConfl < 0 {

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/quickfdb/quickfdb/cron"
@@ -34,7 +35,12 @@ func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) 
 	}
 	opts := worker.HandlerOptions{Concurrency: h.cfg.Concurrency, Lease: h.cfg.Lease}
 	for _, tt := range h.workTypes() {
-		if err := worker.RegisterRaw(w, tt, h.tracked(h.workHandler(id, clk)), opts); err != nil {
+		o := opts
+		if tt == prefetchType {
+			// One slot: the second job a worker claims waits for it.
+			o.Concurrency = 1
+		}
+		if err := worker.RegisterRaw(w, tt, h.tracked(h.workHandler(id, clk)), o); err != nil {
 			return nil, err
 		}
 	}
@@ -68,6 +74,11 @@ func (s *soakWorker) Wait() { <-s.done }
 // handlers, and a completion begun before a kill still commits (the worker
 // checks the kill only before it starts one), so the history is read only
 // once every tracked run has returned.
+//
+// It also counts the handler starts for a lease the worker already knew
+// lost (cancelled, taken over, lapsed while the job waited for a slot:
+// testhooks.StartedLost): each is a run doubled, and the soak must count
+// none (issue 22, item 4).
 func (h *harness) tracked(f worker.Handler[[]byte]) worker.Handler[[]byte] {
 	return func(ctx context.Context, job *worker.RawJob) error {
 		h.handlers.Add(1)
@@ -76,6 +87,9 @@ func (h *harness) tracked(f worker.Handler[[]byte]) worker.Handler[[]byte] {
 			h.inflight.Add(-1)
 			h.handlers.Done()
 		}()
+		if why := testhooks.StartedLost(job); why != nil {
+			h.rec.lostStart(fmt.Sprintf("job %s (%s, attempt %d): its handler started for a lease the worker knew lost: %v", job.Lease.ID, job.Lease.TaskType, job.Lease.Attempt, why))
+		}
 		return f(ctx, job)
 	}
 }

@@ -29,10 +29,14 @@ const shortType = "soak-short"
 
 // workTypes are the task types of the producers' jobs.
 func (h *harness) workTypes() []string {
+	out := []string{workType}
 	if h.cfg.ShortShare > 0 {
-		return []string{workType, shortType}
+		out = append(out, shortType)
 	}
-	return []string{workType}
+	if h.cfg.PrefetchRate > 0 {
+		out = append(out, prefetchType)
+	}
+	return out
 }
 
 // allTypes are the task types whose queued jobs the soak scans.
@@ -193,7 +197,10 @@ func (h *harness) resize(ctx context.Context) {
 		if len(ts) > 1 && rng.IntN(2) == 0 {
 			tenant = ts[1]
 		}
-		tt := h.workTypes()[rng.IntN(len(h.workTypes()))]
+		if h.isUnpointable(tenant) {
+			continue // its stripped lanes must stay lanes new jobs land in
+		}
+		tt := h.limitTypes()[rng.IntN(len(h.limitTypes()))]
 		n := 1 + rng.IntN(h.cfg.MaxLanes)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		err = s.SetZoneLanes(rctx, tt, tenant, n)
