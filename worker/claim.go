@@ -189,6 +189,7 @@ func (r *runner) claimLoop(i int) {
 	defer c.park.forever()
 	if i == 0 {
 		defer r.feed.drain(r)
+		defer r.listenLocal()()
 	}
 	defer c.letGo()
 	w := r.w
@@ -297,7 +298,18 @@ func (c *claimer) claim(n int) bool {
 		}
 	}
 	continuing := opts.Lane != nil
+	// The acks of this task type's finished jobs that can go into the
+	// claim's commit do (acker.take): a drain then pays one commit for a
+	// round of acks and the next claim.
+	carried := w.acker.take(r)
+	if len(carried) > 0 {
+		opts.Acks = make([]quick.Ack, len(carried))
+		for i, req := range carried {
+			opts.Acks[i] = req.ack
+		}
+	}
 	res, err := w.q.Consumer().Claim(w.bg, opts)
+	w.acker.settleTaken(carried, res.Acked, err)
 	if err != nil {
 		if sl != nil {
 			sl.mu.Unlock()
