@@ -22,26 +22,32 @@ import (
 // with a no-op handler, memkv with FDB's latencies, real clock; per-job
 // leases and short-job mode. It reports the start rate reached, the
 // enqueue-to-start p50/p99, and per job the worker's kv cost (claims, acks,
-// hand-backs, its idle sleeps; the enqueues are on an uncounted handle),
+// hand-backs, its idle sleeps; the enqueues are counted apart, and their
+// conflicts reported),
 // the acks that rode in a claim's commit, and the process's CPU (producers
-// and memkv included) and allocations. Run it with
+// and memkv included) and allocations. The -16-lanes rows give the zone 16
+// lanes from the start (Options.ZoneLanes), spreading the enqueues, which
+// otherwise all cover the one lane's pointer and conflict with each other
+// and with the claims. Run it with
 //
 //	go test -run '^$' -bench Steady -benchtime 6000x ./worker/
 func BenchmarkSteady(b *testing.B) {
-	for _, short := range []bool{false, true} {
-		name := "per-job"
-		if short {
-			name = "short"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		short bool
+		lanes int
+	}{{"per-job", false, 0}, {"short", true, 0}, {"per-job-16-lanes", false, 16}, {"short-16-lanes", true, 16}} {
+		short := c.short
+		b.Run(c.name, func(b *testing.B) {
 			raw, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
 			counted := kv.WithCounters(raw)
-			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			producing := kv.WithCounters(raw)
+			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ZoneLanes: c.lanes}
 			if short {
 				opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
 			}
 			ctx := context.Background()
-			qp, err := quick.Open(ctx, raw, space, opts)
+			qp, err := quick.Open(ctx, producing, space, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -79,7 +85,7 @@ func BenchmarkSteady(b *testing.B) {
 			}
 			const producers, rate = 32, 2000.0
 			gap := time.Duration(float64(time.Second) * producers / rate)
-			before := counted.Stats()
+			before, pbefore := counted.Stats(), producing.Stats()
 			s0 := w.Stats()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
@@ -116,7 +122,7 @@ func BenchmarkSteady(b *testing.B) {
 			b.StopTimer()
 			cpu := cpuTime(b) - cpu0
 			runtime.ReadMemStats(&ms)
-			d := counted.Stats().Sub(before)
+			d, pd := counted.Stats().Sub(before), producing.Stats().Sub(pbefore)
 			s := w.Stats()
 			per := func(v int64) float64 { return float64(v) / float64(b.N) }
 			b.ReportMetric(float64(b.N)/el.Seconds(), "jobs/s")
@@ -127,6 +133,7 @@ func BenchmarkSteady(b *testing.B) {
 			b.ReportMetric(per(d.Conflicts), "conflicts/job")
 			b.ReportMetric(per(s.ClaimBatches+s.EmptyClaims-s0.ClaimBatches-s0.EmptyClaims), "claims/job")
 			b.ReportMetric(per(s.AckBatches-s0.AckBatches), "ack-commits/job")
+			b.ReportMetric(per(pd.Conflicts), "enqueue-conflicts/job")
 			b.ReportMetric(per(int64(cpu.Microseconds())), "cpu-us/job")
 			b.ReportMetric(per(int64(ms.Mallocs-m0)), "allocs/job")
 			lat.report(b)
