@@ -103,6 +103,10 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // and the writes of commit (a slot per job, the count, the rate state), or,
 // when the tenant may start nothing, of park instead of the lane's. A
 // weight only shapes the pick (pickIndex).
+//
+// Acks carried by the claim (opts.Acks, claimacks.go): per ack, those of
+// zackTx (the job key read serializably; the keys zfinishTx clears and
+// writes), in the claim's transaction.
 func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	q := c.q
 	opts, err := q.claimDefaults(opts)
