@@ -103,6 +103,10 @@ func zclaimJobBytes(key []byte, vlen int, holder string) int {
 // and the writes of commit (a slot per job, the count, the rate state), or,
 // when the tenant may start nothing, of park instead of the lane's. A
 // weight only shapes the pick (pickIndex).
+//
+// Acks carried by the claim (opts.Acks, claimacks.go): per ack, those of
+// zackTx (the job key read serializably; the keys zfinishTx clears and
+// writes), in the claim's transaction.
 func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error) {
 	q := c.q
 	opts, err := q.claimDefaults(opts)
@@ -111,6 +115,7 @@ func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error
 	}
 	var res Claimed
 	now := q.Now()
+	planned := q.plan(opts.Acks)
 	err = q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 		if err := setClaimOptions(tr, opts); err != nil {
 			return err
@@ -129,19 +134,32 @@ func (c *Consumer) Claim(ctx context.Context, opts ClaimOptions) (Claimed, error
 					return err
 				}
 				if len(mine) > 0 {
+					// The earlier attempt committed, its acks with it.
 					res.Jobs, res.deadIDs, res.DeadLettered = mine, carried, len(carried)
 					return nil
 				}
 			}
 		}
+		var prevAcked []AckResult
+		if maybeCommitted {
+			prevAcked = res.Acked
+		}
 		r, err := q.claimZoneTx(tr, opts, now)
 		if err != nil {
 			if maybeCommitted && opts.Lane != nil && IsLaneLost(err) {
 				// The earlier attempt handed the lane back; it took
-				// nothing still held.
-				res = Claimed{deadIDs: carried, DeadLettered: len(carried)}
+				// nothing still held. Its acks are checked again here:
+				// a lane lost to another holder means it did not commit.
+				acked, err := q.claimAcks(tr, planned, prevAcked)
+				if err != nil {
+					return err
+				}
+				res = Claimed{deadIDs: carried, DeadLettered: len(carried), Acked: acked}
 				return nil
 			}
+			return err
+		}
+		if r.Acked, err = q.claimAcks(tr, planned, prevAcked); err != nil {
 			return err
 		}
 		r.deadIDs = append(r.deadIDs, carried...)
@@ -220,6 +238,9 @@ func (q *Queue) claimDefaults(o ClaimOptions) (ClaimOptions, error) {
 		o.Peek = defaultPeek
 	}
 	if err := checkFrom(o); err != nil {
+		return o, err
+	}
+	if err := q.checkClaimAcks(o); err != nil {
 		return o, err
 	}
 	if p := o.Lane; p != nil {

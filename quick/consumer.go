@@ -111,6 +111,12 @@ type ClaimOptions struct {
 	// there (another claim leased it, or it moved), the claim takes
 	// nothing and says so (Claimed.Missed), without an error.
 	From *LaneCandidate
+	// Acks are acks of the caller's finished runs to commit in the claim's
+	// transaction: a worker continuing on a lane it keeps acks the jobs it
+	// finished and claims the next ones in one commit (claimacks.go). Each
+	// must satisfy AckJoinsClaim; at most MaxClaimAcks of them, within
+	// about 256 KB of mutations. A claim that fails applies none of them.
+	Acks []Ack
 
 	// capped is set by the claim when its tenant's limits lowered Max
 	// (limitgate.go).
@@ -142,6 +148,9 @@ type Claimed struct {
 	// Missed is set when a claim with From found its lane no longer vested
 	// at the candidate's place: claim another.
 	Missed bool
+	// Acked holds one result per ClaimOptions.Acks, as Ack returns them: a
+	// lost lease fails only its own entry (AckResult.Err).
+	Acked []AckResult
 
 	deadIDs []ID
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/internal/wire"
 	"github.com/quickfdb/quickfdb/kv"
 )
@@ -62,6 +63,10 @@ type zenqueueCall struct {
 	prevKeys [][]byte
 	// wrote collects the job keys this attempt writes.
 	wrote [][]byte
+	// woken lists the task types whose wake key this attempt bumped: once
+	// it commits, this process's workers of those types are told at once
+	// (internal/wake, Notify), without waiting for the watch.
+	woken []string
 }
 
 // markerID is the ID that names the call's marker: its first job with a
@@ -97,6 +102,7 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 		}
 		var res []Enqueued
 		var wrote [][]byte
+		var woken []string
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			// The marker stays even with FDB's automatic idempotency: the
 			// option resolves a lost commit reply (1021), not a timeout or
@@ -115,11 +121,14 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 			}
 			// Kept only from attempts that ran to their commit: one of
 			// them is what a later attempt may find committed.
-			res, wrote = r, call.wrote
+			res, wrote, woken = r, call.wrote, call.woken
 			return nil
 		})
 		if err != nil {
 			return out, fmt.Errorf("quick: enqueue: %w", err)
+		}
+		for _, t := range woken {
+			wake.Notify(q.db, q.k.root.Bytes(), t)
 		}
 		out = append(out, res...)
 		start = end
@@ -585,9 +594,11 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	if len(stored) > 0 && r.markKey != nil {
 		tr.Set(r.markKey, markValue(stored, r.listed))
 	}
-	if err := q.wakeSleepers(tr, now, jobs, out, r.sleepers); err != nil {
+	woken, err := q.wakeSleepers(tr, now, jobs, out, r.sleepers)
+	if err != nil {
 		return nil, err
 	}
+	call.woken = woken
 	// Register new task types for inspection; cache a type only once it is
 	// seen stored, so an aborted transaction cannot leave it unregistered.
 	if err := q.registerTypes(tr, r.types); err != nil {
@@ -757,9 +768,10 @@ func (q *Queue) readSleepers(tr kv.Transaction, now time.Time, jobs []job) map[s
 
 // wakeSleepers adds 1 to the wake key of each task type that got a new job
 // vesting now while a worker sleeps on it: one atomic add, and nothing at
-// all when no worker sleeps.
-func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out []Enqueued, sleepers map[string]kv.Future[[]byte]) error {
+// all when no worker sleeps. It returns the task types it woke.
+func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out []Enqueued, sleepers map[string]kv.Future[[]byte]) ([]string, error) {
 	woken := map[string]bool{}
+	var bumped []string
 	for i, j := range jobs {
 		f := sleepers[j.TaskType]
 		if f == nil || woken[j.TaskType] || out[i].Duplicate || j.runAt.After(now) {
@@ -767,14 +779,15 @@ func (q *Queue) wakeSleepers(tr kv.Transaction, now time.Time, jobs []job, out [
 		}
 		v, err := f.Get()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		woken[j.TaskType] = true
 		if len(v) == 8 && int64(binary.LittleEndian.Uint64(v)) > now.UnixMilli() {
 			tr.Add(q.k.wakeKey(j.TaskType), le64(1))
+			bumped = append(bumped, j.TaskType)
 		}
 	}
-	return nil
+	return bumped, nil
 }
 
 // registerTypes registers the task types whose registration reads are in

@@ -173,3 +173,63 @@ func (a *acker) commit(batch []ackReq) {
 		}
 	}
 }
+
+// take removes from the queue up to quick.MaxClaimAcks acks that may join
+// a claim of r's task type (quick.AckJoinsClaim), within the claim's ack
+// budget, for that claim to carry (issue 23: one commit for a round of
+// acks and the next claim, docs/design.md "Acks in the claim's commit").
+// They count as a batch in flight until settleTaken, so flush still waits
+// for them. It returns nil when none is queued.
+func (a *acker) take(r *runner) []ackReq {
+	c := a.w.q.Consumer()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []ackReq
+	left := a.queue[:0]
+	bytes := 0
+	for i, req := range a.queue {
+		if len(out) < quick.MaxClaimAcks && req.st.r == r && quick.AckJoinsClaim(req.ack) {
+			if n := c.ClaimAckCost(req.ack); bytes+n <= quick.ClaimAckBudget {
+				bytes += n
+				out = append(out, req)
+				continue
+			}
+		}
+		left = append(left, a.queue[i])
+	}
+	clear(a.queue[len(left):])
+	a.queue = left
+	if len(a.queue) == 0 {
+		a.queue = nil
+	}
+	if len(out) > 0 {
+		a.busy++
+	}
+	return out
+}
+
+// settleTaken records the outcome of the acks a claim carried: res holds
+// their results when the claim committed (err nil). A claim that failed
+// applied none of them: they go back to the queue and commit on their own.
+// (One whose commit is unknown may have applied them; the acker's retry then
+// finds their keys gone and reports the leases lost, and the jobs, done,
+// are not run again.)
+func (a *acker) settleTaken(reqs []ackReq, res []quick.AckResult, err error) {
+	if len(reqs) == 0 {
+		return
+	}
+	if err == nil && len(res) == len(reqs) {
+		a.w.stats.claimAcks.Add(int64(len(reqs)))
+		for i, req := range reqs {
+			req.st.acked(req.ack, res[i], nil)
+		}
+	} else {
+		a.mu.Lock()
+		a.queue = append(a.queue, reqs...)
+		a.mu.Unlock()
+	}
+	a.mu.Lock()
+	a.busy--
+	a.mu.Unlock()
+	notify(a.kickCh)
+}

@@ -202,6 +202,7 @@ func (r *runner) claimLoop(i int) {
 	}()
 	if i == 0 {
 		defer r.feed.drain(r)
+		defer r.listenLocal()()
 	}
 	defer c.letGo()
 	w := r.w
@@ -311,9 +312,26 @@ func (c *claimer) claim(n int) bool {
 		}
 	}
 	continuing := opts.Lane != nil
+	// The acks of this task type's finished jobs that can go into the
+	// claim's commit do (acker.take): a drain then pays one commit for a
+	// round of acks and the next claim. Not under a claim timeout
+	// (Config.ClaimTimeout, a Group's): a claim cut off there may have
+	// committed, and its acks handed back to the acker would then be
+	// answered as lost leases.
+	var carried []ackReq
+	if w.cfg.ClaimTimeout <= 0 {
+		carried = w.acker.take(r)
+	}
+	if len(carried) > 0 {
+		opts.Acks = make([]quick.Ack, len(carried))
+		for i, req := range carried {
+			opts.Acks[i] = req.ack
+		}
+	}
 	ctx, cancel := w.claimContext()
 	res, err := w.q.Consumer().Claim(ctx, opts)
 	cancel()
+	w.acker.settleTaken(carried, res.Acked, err)
 	if err != nil {
 		if sl != nil {
 			sl.mu.Unlock()

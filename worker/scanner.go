@@ -3,6 +3,8 @@ package worker
 import (
 	"sync/atomic"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/quick"
 )
 
@@ -126,4 +128,19 @@ func (f *scanFeed) drain(r *runner) {
 			return
 		}
 	}
+}
+
+// listenLocal has this process's enqueues wake the scanner directly
+// (internal/wake.Notify): an enqueue that bumps the task type's wake key
+// for a sleeping worker also sends on the waker's channel once its commit
+// returns, so the scanner of this process claims without waiting for the
+// watch (on a FoundationDB cluster the watch fires about 10 ms after the
+// commit). Workers of other processes still wake by the watch. It returns
+// the cancel of the subscription.
+func (r *runner) listenLocal() func() {
+	w := r.w
+	if w.cfg.DisableWake || mutant.On("worker.no-local-wake") {
+		return func() {}
+	}
+	return wake.Subscribe(w.q.DB(), w.q.Root().Bytes(), r.taskType, r.waker.fired)
 }

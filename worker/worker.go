@@ -504,6 +504,7 @@ type Stats struct {
 	ClaimBatches int64 // claim transactions that took at least one job
 	EmptyClaims  int64 // claim transactions that took none
 	AckBatches   int64 // quick.Ack calls made by the acker
+	ClaimAcks    int64 // acks committed in a claim's transaction (quick.ClaimOptions.Acks)
 	Extensions   int64 // ExtendMany calls made by the lease keeper
 	Refused      int64 // claim rounds refused (stale heartbeat, clock skew)
 	Wakeups      int64 // idle sleeps ended early by the wake watch
@@ -517,7 +518,7 @@ type Stats struct {
 type statCounters struct {
 	claimed, completed, failed, deadLettered, snoozed, released, leaseLost, panics, conflicts atomic.Int64
 	claimBatches, emptyClaims, ackBatches, extensions, refused, wakeups, ackErrors            atomic.Int64
-	cancelled                                                                                 atomic.Int64
+	cancelled, claimAcks                                                                      atomic.Int64
 }
 
 // Stats returns the worker's counts.
@@ -527,7 +528,7 @@ func (w *Worker) Stats() Stats {
 		Claimed: s.claimed.Load(), Completed: s.completed.Load(), Failed: s.failed.Load(),
 		DeadLettered: s.deadLettered.Load(), Snoozed: s.snoozed.Load(), Released: s.released.Load(),
 		LeaseLost: s.leaseLost.Load(), Panics: s.panics.Load(), Conflicts: s.conflicts.Load(),
-		ClaimBatches: s.claimBatches.Load(), EmptyClaims: s.emptyClaims.Load(), AckBatches: s.ackBatches.Load(),
+		ClaimBatches: s.claimBatches.Load(), EmptyClaims: s.emptyClaims.Load(), AckBatches: s.ackBatches.Load(), ClaimAcks: s.claimAcks.Load(),
 		Extensions: s.extensions.Load(), Refused: s.refused.Load(), Wakeups: s.wakeups.Load(),
 		AckErrors: s.ackErrors.Load(), Running: int64(w.running()), Cancelled: s.cancelled.Load(),
 		EventsDropped: w.events.dropped.Load(),

@@ -16,11 +16,15 @@ import (
 // scaleCmd runs the scale simulation (bench.ScaleIdle, bench.ScaleClaims)
 // for both layouts and prints their tables side by side.
 func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	ic, cc := bench.DefaultScaleIdle(), bench.DefaultScaleClaims()
+	ic, cc, wc := bench.DefaultScaleIdle(), bench.DefaultScaleClaims(), bench.DefaultScaleWorkers()
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	layouts := fs.String("layouts", "zones", "layouts to simulate (zones, the one layout)")
-	parts := fs.String("parts", "idle,claims", "idle (reads per idle worker, fake clock) and/or claims (conflicts and jobs/s against workers)")
+	parts := fs.String("parts", "idle,claims", "idle (reads per idle worker, fake clock), claims (conflicts and jobs/s against claimers) and/or workers (worker runtimes, each a process's scanner, draining a no-op backlog: jobs/s and CPU per job against workers)")
+	workerCounts := fs.String("worker-counts", joinInts(wc.Workers), "workers: worker runtimes (each with its own scanner, as a process has) per drain")
+	fs.IntVar(&wc.Jobs, "worker-jobs", wc.Jobs, "workers: backlog drained at each count")
+	fs.IntVar(&wc.Tenants, "worker-tenants", wc.Tenants, "workers: tenants the backlog spreads over")
+	fs.IntVar(&wc.Concurrency, "worker-slots", wc.Concurrency, "workers: handler slots per worker")
 	fs.IntVar(&ic.Workers, "workers", ic.Workers, "idle: workers")
 	fs.IntVar(&ic.Tenants, "tenants", ic.Tenants, "idle: tenants, one future job each")
 	fs.IntVar(&ic.Sample, "sample", ic.Sample, "idle: workers whose idle routine is run and measured (0: all)")
@@ -51,6 +55,9 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 	if cc.Workers, err = parseInts(*claimWorkers); err != nil {
+		return fail(stderr, err)
+	}
+	if wc.Workers, err = parseInts(*workerCounts); err != nil {
 		return fail(stderr, err)
 	}
 	if cc.Peeks, err = parseInts(*peeks); err != nil {
@@ -84,6 +91,14 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			claims = append(claims, rs...)
 		}
+	}
+	var workers []bench.WorkersResult
+	if want["workers"] {
+		rs, err := bench.ScaleWorkers(ctx, wc, logf)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		workers = rs
 	}
 	if len(idle) > 0 {
 		fmt.Fprintf(stdout, "== idle: %d workers (%d measured), %d tenants with a job vesting in 1h, %v simulated on memkv with a fake clock; per worker per simulated second ==\n",
@@ -130,8 +145,18 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		tw.Flush()
 	}
+	if len(workers) > 0 {
+		fmt.Fprintf(stdout, "\n== workers: %d no-op jobs over %d tenants drained by worker runtimes of %d slots (each its own scanner, acker and keeper, as a process has) in this one process, memkv with FDB latencies; jobs/s from the first start to the last; cpu: this process's CPU s (getrusage), GOMAXPROCS = %d ==\n",
+			wc.Jobs, wc.Tenants, wc.Concurrency, workers[0].GOMAXPROCS)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "workers\tjobs/s\tcpu s/1k jobs\tcpu s/wall s\tmachine cpu s/wall s\tcommits/job\tconflicts/job\tclaims/job\tacks in claims\tready s\t")
+		for _, r := range workers {
+			fmt.Fprintf(tw, "%d\t%.0f\t%.3f\t%.2f\t%.2f\t%.4f\t%.4f\t%.4f\t%.2f\t%.1f\t\n", r.Workers, r.JobsPerSec, r.CPUPer1kJobs, r.CPUPerWallS, r.MachinePerS, r.CommitsPer, r.ConflictsPer, r.ClaimsPer, r.ClaimAcks, r.StartS)
+		}
+		tw.Flush()
+	}
 	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(map[string]any{"idle_config": ic, "idle": idle, "claims_config": cc, "claims": claims}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"idle_config": ic, "idle": idle, "claims_config": cc, "claims": claims, "workers_config": wc, "workers": workers}, "", "  ")
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
 			return fail(stderr, err)
 		}

@@ -88,3 +88,25 @@ func TestParseProcStatCPU(t *testing.T) {
 		}
 	}
 }
+
+// The workers sweep drains its whole backlog at each count and reports
+// what it measured.
+func TestScaleWorkersDrains(t *testing.T) {
+	c := DefaultScaleWorkers()
+	c.Workers, c.Jobs, c.Tenants, c.Concurrency = []int{1, 3}, 300, 7, 10
+	rs, err := ScaleWorkers(context.Background(), c, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("%d results", len(rs))
+	}
+	for _, r := range rs {
+		if r.Jobs != 300 || r.JobsPerSec <= 0 || r.CommitsPer <= 0 || r.ClaimsPer <= 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if _, err := ScaleWorkers(context.Background(), ScaleWorkersConfig{}, t.Logf); err == nil {
+		t.Error("an empty configuration ran")
+	}
+}
