@@ -37,6 +37,12 @@ type Config struct {
 	Duration   time.Duration `json:"duration"`
 	FaultEvery time.Duration `json:"fault_every"`
 	Downtime   time.Duration `json:"downtime"`
+	// MinBatches keeps the producers (and the faults) running past
+	// Baseline+Duration until they have attempted that many transactions,
+	// for at most MaxOvertime more: a run on a starved machine then still
+	// exercises what it checks, however slow its producers are. 0: none.
+	MinBatches  int           `json:"min_batches,omitempty"`
+	MaxOvertime time.Duration `json:"max_overtime,omitempty"`
 	// TxTimeout bounds each producer transaction (its retries included):
 	// during a recovery some fail, and the checker must find none of their
 	// jobs.

@@ -154,6 +154,13 @@ func (p *producers) pick(rng *rand.Rand) string {
 	return TypeLease
 }
 
+// count is how many transactions the producers have attempted so far.
+func (p *producers) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.batches)
+}
+
 func (p *producers) all() []*BatchRec {
 	p.mu.Lock()
 	defer p.mu.Unlock()

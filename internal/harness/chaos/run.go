@@ -102,8 +102,9 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 	start = time.Now()
 	h := History{Start: start.UnixNano(), BaselineEnd: start.Add(cfg.Baseline).UnixNano()}
 	prod := &producers{cfg: cfg, db: edb, q: q, keys: keys}
-	pctx, stopProducers := context.WithDeadline(ctx, start.Add(cfg.Baseline+cfg.Duration))
+	pctx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
+	go stopWhenDone(pctx, stopProducers, start.Add(cfg.Baseline+cfg.Duration), cfg, prod)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); prod.run(pctx) }()
@@ -345,3 +346,25 @@ func (r *runner) codes() []map[int]int64 {
 
 // errNoSpawn is Run's error without a way to start workers.
 var errNoSpawn = errors.New("chaos: Env needs a DB and a Spawn")
+
+// stopWhenDone stops the producers and faults at end, or past it once they
+// have attempted cfg.MinBatches transactions, or at end+cfg.MaxOvertime,
+// whichever comes first after end.
+func stopWhenDone(ctx context.Context, stop context.CancelFunc, end time.Time, cfg Config, prod *producers) {
+	defer stop()
+	last := end.Add(max(cfg.MaxOvertime, 0))
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if prod.count() >= cfg.MinBatches || !now.Before(last) {
+			return
+		}
+		t.Reset(min(100*time.Millisecond, last.Sub(now)))
+	}
+}
