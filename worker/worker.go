@@ -481,7 +481,7 @@ type Stats struct {
 	Completed    int64 // jobs completed (acks and CompleteWith)
 	Failed       int64 // failures acked (including those that exhausted their attempts)
 	DeadLettered int64 // jobs dead-lettered (decode failures, exhausted attempts, DeadLetterWith)
-	Cancelled    int64 // jobs their handlers cancelled (Cancel)
+	Cancelled    int64 // jobs their handlers cancelled (Cancel, CancelWith)
 	Snoozed      int64
 	Released     int64 // jobs handed back by a graceful stop or a stop during a claim
 	LeaseLost    int64 // jobs whose lease this worker lost: not acked by it
