@@ -454,6 +454,15 @@ wait:
 			log.Warn("worker: could not wake other workers for released jobs", "task_type", r.taskType, "err", err)
 		}
 	}
+	// The clock loop's last round may still be in flight (it began before
+	// the stop) with the presence record and the throughput counts not yet
+	// known committed: beside the stop's transaction, both would add those
+	// counts (the fleet's minutes counted them twice), and the record could
+	// be set again after the clear. The loop exits after that round.
+	select {
+	case <-w.zclock.done:
+	case <-ctx.Done():
+	}
 	// The presence record is advisory: one left behind goes stale and the
 	// purge-presence duty clears it, so a clear that fails (the database
 	// busy or recovering at the stop) is logged, not a failed shutdown.
