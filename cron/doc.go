@@ -25,7 +25,10 @@
 // like any job, the chain waiting for it (runs never overlap); when its
 // last attempt fails it is dead-lettered, and the same transaction enqueues
 // the next (if that transaction fails, the occurrence runs again rather
-// than fail without a successor). A worker that dies mid-run leaves its
+// than fail without a successor). A handler that returns worker.Cancel
+// cancels its occurrence, which is not a dead letter, and the same
+// transaction enqueues the next, as after a dead letter: a cancel ends the
+// run, and only Remove ends the schedule. A worker that dies mid-run leaves its
 // occurrence leased; the lease lapses, another worker runs it, and its
 // completion carries on. When the attempts were all spent by workers that
 // vanished, the claim that finds it dead-letters it, and the hook Handle

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/quickfdb/quickfdb/internal/mutant"
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
@@ -43,10 +44,14 @@ type TxHandler func(ctx context.Context, occ Occurrence) (commit func(tr kv.Tran
 // When h fails, the occurrence is retried after the queue's backoff, as any
 // job; the next occurrence waits, so runs never overlap, and times missed
 // meanwhile follow the schedule's MissedRuns policy. When its last attempt
-// fails, or h returns worker.Cancel, the occurrence is dead-lettered and
-// its successor enqueued in one transaction (DeadLetterWith): one bad run
-// does not end the schedule. worker.Snooze(d) runs the occurrence again
-// after d, the chain waiting.
+// fails, the occurrence is dead-lettered and its successor enqueued in one
+// transaction (DeadLetterWith): one bad run does not end the schedule.
+// When h returns worker.Cancel(reason), the occurrence is cancelled, as
+// any job whose handler cancels it (quick's cancelled state, not a dead
+// letter), and its successor enqueued in the same transaction
+// (CancelWith): a cancel ends this run, not the schedule, since the chain
+// is the schedule (Remove ends it). worker.Snooze(d) runs the occurrence
+// again after d, the chain waiting.
 //
 // Before running h, the handler reads the schedule's definition: an
 // occurrence whose schedule was removed completes without running; one
@@ -134,8 +139,13 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	env, err := unmarshalEnvelope(job.Args)
 	if err != nil {
 		// Without its schedule's name it cannot carry on a chain; keep it
-		// in the dead letters for inspection.
-		return worker.Cancel(err.Error())
+		// in the dead letters for inspection (worker.Cancel would delete
+		// it). If even that fails, the error fails the run: retried, and
+		// dead-lettered by its last attempt's ack.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		r.log.Error("cron: an occurrence's payload does not decode; dead-lettering it", "id", job.Lease.ID, "err", err)
+		return job.DeadLetterWith(fctx, err.Error(), nil)
 	}
 	occ := Occurrence{Name: env.Name, ScheduledAt: env.ScheduledAt, Payload: env.Payload, Attempt: job.Lease.Attempt, JobID: job.Lease.ID}
 	log := r.log.With("schedule", env.Name, "scheduled_at", env.ScheduledAt, "id", job.Lease.ID, "attempt", occ.Attempt)
@@ -169,18 +179,32 @@ func (r *occRunner) run(ctx context.Context, job *worker.RawJob) error {
 	var (
 		snooze    *worker.SnoozeError
 		cancelErr *worker.CancelError
+		undec     *undecodableError
 	)
 	switch {
 	case herr == nil:
 		return r.complete(fctx, job, env, commit, log)
 	case errors.As(herr, &snooze):
 		return herr
-	case errors.As(herr, &cancelErr):
-		return r.deadLetter(fctx, job, env, cancelErr.Reason, herr, log)
+	case errors.As(herr, &undec):
+		// A typed handler's payload that does not decode: no retry can
+		// fix it, so dead-letter it at once, as worker.Register does.
+		return r.end(fctx, quick.AckDeadLetter, job, env, herr.Error(), herr, log)
+	case errors.As(herr, &cancelErr) && !mutant.On("cron.cancel-successor"):
+		return r.end(fctx, quick.AckCancel, job, env, cancelErr.Reason, herr, log)
 	case job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts:
-		return r.deadLetter(fctx, job, env, herr.Error(), herr, log)
+		return r.end(fctx, quick.AckDeadLetter, job, env, herr.Error(), herr, log)
 	}
 	return herr
+}
+
+// undecodableError is a typed periodic job's payload that does not decode
+// into its args (NewPeriodicJob): the occurrence is dead-lettered at once.
+type undecodableError struct{ err error }
+
+func (e *undecodableError) Error() string { return fmt.Sprintf("%v: %v", worker.ErrDecode, e.err) }
+func (e *undecodableError) Unwrap() []error {
+	return []error{worker.ErrDecode, e.err}
 }
 
 // call runs the handler, turning a panic into an error: a panic that
@@ -195,32 +219,40 @@ func (r *occRunner) call(ctx context.Context, occ Occurrence) (commit func(kv.Tr
 	return r.h(ctx, occ)
 }
 
-// retryDeadLetter is how long an occurrence whose dead-lettering failed
-// waits before a claim meets it again.
-const retryDeadLetter = time.Second
+// retryEnd is how long an occurrence whose dead-lettering or cancelling
+// failed waits before it runs again.
+const retryEnd = time.Second
 
-// deadLetter ends the occurrence in the dead letters and enqueues its
-// successor in the same transaction.
+// end ends the occurrence in the dead letters (kind AckDeadLetter) or as
+// cancelled (AckCancel) and enqueues its successor in the same transaction
+// (DeadLetterWith, CancelWith): however the run ends, the schedule has its
+// next run, exactly one.
 //
 // If that fails, the occurrence must not end any other way: returning the
-// handler's error would make the worker fail it, and on the last attempt
-// quick dead-letters it in that ack, with no successor. A lost lease
-// returns the loss (the worker acks nothing; whoever holds the job now ends
-// it, and a claim that finds it exhausted enqueues the successor with
-// onClaimDeadLetter). Any other failure snoozes the occurrence briefly,
-// which spends no attempt: it runs again and, failing again, is
-// dead-lettered again, its successor with it.
-func (r *occRunner) deadLetter(ctx context.Context, job *worker.RawJob, env envelope, reason string, herr error, log *slog.Logger) error {
-	log.Warn("cron: occurrence failed for good; dead-lettering it and scheduling the next", "err", herr)
-	err := job.DeadLetterWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log))
+// handler's error would make the worker fail it (or cancel it, for a
+// Cancel), and on the last attempt quick dead-letters it in that ack, with
+// no successor. A lost lease returns the loss (the worker acks nothing;
+// whoever holds the job now ends it, and a claim that finds it exhausted
+// enqueues the successor with onClaimDeadLetter). Any other failure
+// snoozes the occurrence briefly, which spends no attempt: it runs again
+// and, ending the same way again, carries its successor with it.
+func (r *occRunner) end(ctx context.Context, kind quick.AckKind, job *worker.RawJob, env envelope, reason string, herr error, log *slog.Logger) error {
+	var err error
+	if kind == quick.AckCancel {
+		log.Info("cron: the handler cancelled the occurrence; cancelling it and scheduling the next", "reason", reason)
+		err = job.CancelWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log))
+	} else {
+		log.Warn("cron: occurrence failed for good; dead-lettering it and scheduling the next", "err", herr)
+		err = job.DeadLetterWith(ctx, reason, r.successor(env, job.Lease.ID, nil, log))
+	}
 	switch {
 	case err == nil:
 		return nil
 	case quick.IsLeaseLost(err) || errors.Is(err, worker.ErrKilled):
 		return errors.Join(herr, err)
 	}
-	log.Warn("cron: dead-lettering the occurrence failed; running it again shortly", "err", err)
-	return worker.Snooze(retryDeadLetter)
+	log.Warn("cron: ending the occurrence failed; running it again shortly", "kind", kind, "err", err)
+	return worker.Snooze(retryEnd)
 }
 
 // retryComplete is how long an occurrence whose completion failed waits
@@ -230,8 +262,7 @@ const retryComplete = time.Second
 // complete ends the occurrence and enqueues its successor in one
 // transaction, with the handler's own writes (commit).
 //
-// If that fails, the occurrence must not end any other way, as in
-// deadLetter: returning the error would make the worker fail it, and on its
+// If that fails, the occurrence must not end any other way, as in end: returning the error would make the worker fail it, and on its
 // last attempt quick would dead-letter it in that ack with no successor
 // (the soak's broken one-attempt chain: a 1031 or 1025 striking the
 // completion's commit in flight ends the retry loop, since FDB retries
@@ -262,7 +293,7 @@ func (r *occRunner) complete(ctx context.Context, job *worker.RawJob, env envelo
 		return err
 	case commitErr != nil && !errors.As(commitErr, &dbErr) && ctx.Err() == nil:
 		if job.Lease.MaxAttempts > 0 && job.Lease.Attempt >= job.Lease.MaxAttempts {
-			return r.deadLetter(ctx, job, env, commitErr.Error(), commitErr, log)
+			return r.end(ctx, quick.AckDeadLetter, job, env, commitErr.Error(), commitErr, log)
 		}
 		return commitErr
 	}

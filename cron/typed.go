@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
 )
 
-// Run is one occurrence of a typed periodic job (NewPeriodicJob): the
+// Run is one occurrence of a typed periodic job (NewPeriodicJob,
+// NewPeriodicJobTx): the
 // occurrence, whose Payload is the args' JSON, and the args decoded.
 type Run[T quick.JobArgs] struct {
 	Occurrence
@@ -32,6 +34,44 @@ type Run[T quick.JobArgs] struct {
 // Schedule.Payload set besides args, a nil handler) are returned by
 // Periodic, wrapping ErrInvalidSchedule, with nothing registered.
 func NewPeriodicJob[T quick.JobArgs](s Schedule, args T, h func(ctx context.Context, run *Run[T]) error, opts worker.HandlerOptions) PeriodicJob {
+	j := declareTyped(s, args, h == nil, opts)
+	if j.err != nil {
+		return j
+	}
+	j.Handler = func(ctx context.Context, occ Occurrence) error {
+		run, err := decodeRun[T](occ)
+		if err != nil {
+			return err
+		}
+		return h(ctx, run)
+	}
+	return j
+}
+
+// NewPeriodicJobTx is NewPeriodicJob for a handler with transactional
+// effects, as HandleTx is Handle's: the commit function h returns runs in the
+// transaction that completes the occurrence and enqueues its successor, so
+// its writes and the schedule's progress commit together or not at all. The
+// same defaults, decoding and errors as NewPeriodicJob.
+func NewPeriodicJobTx[T quick.JobArgs](s Schedule, args T, h func(ctx context.Context, run *Run[T]) (commit func(tr kv.Transaction) error, err error), opts worker.HandlerOptions) PeriodicJob {
+	j := declareTyped(s, args, h == nil, opts)
+	if j.err != nil {
+		return j
+	}
+	j.HandlerTx = func(ctx context.Context, occ Occurrence) (func(kv.Transaction) error, error) {
+		run, err := decodeRun[T](occ)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, run)
+	}
+	return j
+}
+
+// declareTyped is the part of NewPeriodicJob and NewPeriodicJobTx that does
+// not depend on the handler's form: the defaults from args.Kind(), the args
+// as the payload, and the declaration's errors (j.err).
+func declareTyped[T quick.JobArgs](s Schedule, args T, nilHandler bool, opts worker.HandlerOptions) PeriodicJob {
 	j := PeriodicJob{Schedule: s, Options: opts}
 	kind, err := argsKind(args)
 	if err != nil {
@@ -48,25 +88,26 @@ func NewPeriodicJob[T quick.JobArgs](s Schedule, args T, h func(ctx context.Cont
 	switch {
 	case err != nil:
 		j.err = fmt.Errorf("%w: periodic job %q: encode its %T args: %w", ErrInvalidSchedule, j.Schedule.Name, args, err)
-		return j
 	case len(s.Payload) > 0 && !bytes.Equal(s.Payload, payload):
 		j.err = fmt.Errorf("%w: periodic job %q sets both args and Schedule.Payload (the args are its payload)", ErrInvalidSchedule, j.Schedule.Name)
-		return j
-	case h == nil:
+	case nilHandler:
 		j.err = fmt.Errorf("%w: periodic job %q: nil handler", ErrInvalidSchedule, j.Schedule.Name)
-		return j
-	}
-	j.Schedule.Payload = payload
-	j.Handler = func(ctx context.Context, occ Occurrence) error {
-		v, err := quick.DecodeArgs[T](occ.Payload)
-		if err != nil {
-			// Retrying cannot fix it: dead-letter the occurrence (its
-			// successor is scheduled as after any dead letter).
-			return worker.Cancel(fmt.Errorf("%w: %w", worker.ErrDecode, err).Error())
-		}
-		return h(ctx, &Run[T]{Occurrence: occ, Args: v})
+	default:
+		j.Schedule.Payload = payload
 	}
 	return j
+}
+
+// decodeRun is the occurrence with its args decoded. A payload that does
+// not decode returns an undecodableError: retrying cannot fix it, so the
+// runner dead-letters the occurrence (its successor is scheduled as after
+// any dead letter).
+func decodeRun[T quick.JobArgs](occ Occurrence) (*Run[T], error) {
+	v, err := quick.DecodeArgs[T](occ.Payload)
+	if err != nil {
+		return nil, &undecodableError{err: err}
+	}
+	return &Run[T]{Occurrence: occ, Args: v}, nil
 }
 
 // argsKind is args.Kind(), or an error if it panics (a nil pointer).

@@ -3,7 +3,6 @@ package cron
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,8 +62,8 @@ func TestNewPeriodicJobRunsWithTypedArgs(t *testing.T) {
 }
 
 // Declarations that cannot work fail in Periodic, with nothing registered;
-// an occurrence whose payload does not decode is dead-lettered (Cancel),
-// not retried.
+// an occurrence whose payload does not decode is dead-lettered at once
+// (TestNewPeriodicJobTx runs one), not retried.
 func TestNewPeriodicJobRejectsBadDeclarations(t *testing.T) {
 	e := newEnv(t, nil)
 	h := func(context.Context, *Run[reportArgs]) error { return nil }
@@ -84,8 +83,8 @@ func TestNewPeriodicJobRejectsBadDeclarations(t *testing.T) {
 
 	j := NewPeriodicJob(Schedule{Spec: "@hourly"}, reportArgs{}, h, worker.HandlerOptions{})
 	err := j.Handler(e.ctx, Occurrence{Name: "report", Payload: []byte("not json")})
-	var c *worker.CancelError
-	if !errors.As(err, &c) || !strings.Contains(c.Reason, worker.ErrDecode.Error()) {
-		t.Fatalf("an occurrence that does not decode: %v, want a Cancel naming %v", err, worker.ErrDecode)
+	var undec *undecodableError
+	if !errors.As(err, &undec) || !errors.Is(err, worker.ErrDecode) {
+		t.Fatalf("an occurrence that does not decode: %v, want an undecodableError wrapping %v", err, worker.ErrDecode)
 	}
 }

@@ -120,10 +120,12 @@ type zclock struct {
 	since   int64
 
 	loopState park
+	// done is closed when run has returned: no round is in flight.
+	done chan struct{}
 }
 
 func newZclock(w *Worker) *zclock {
-	return &zclock{w: w, space: w.q.Root().Sub("zc")}
+	return &zclock{w: w, space: w.q.Root().Sub("zc"), done: make(chan struct{})}
 }
 
 // changed is closed at the next change of standing (or the first round):
@@ -159,6 +161,7 @@ func (c *zclock) Offset() (off, bound time.Duration, samples int) {
 }
 
 func (c *zclock) run() {
+	defer close(c.done)
 	defer c.loopState.forever()
 	w := c.w
 	period := clockPeriods * w.cfg.HeartbeatPeriod

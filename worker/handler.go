@@ -175,3 +175,10 @@ func (j *Job[T]) CompleteWith(ctx context.Context, fn func(tr kv.Transaction) er
 func (j *Job[T]) DeadLetterWith(ctx context.Context, reason string, fn func(tr kv.Transaction) error) error {
 	return j.st.finishWith(ctx, quick.AckDeadLetter, reason, fn)
 }
+
+// CancelWith is CompleteWith cancelling the job, with reason, instead of
+// completing it: what returning Cancel(reason) does (quick.AckCancel: not
+// a dead letter), with fn's writes in the same transaction.
+func (j *Job[T]) CancelWith(ctx context.Context, reason string, fn func(tr kv.Transaction) error) error {
+	return j.st.finishWith(ctx, quick.AckCancel, reason, fn)
+}

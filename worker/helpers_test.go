@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,14 +144,28 @@ func (e *env) waitFor(what string, cond func() bool) {
 // of the fake clock (or on no time), i.e. only an advance moves them.
 func (e *env) settle(ws ...*Worker) {
 	e.t.Helper()
-	e.waitFor("workers to settle", func() bool {
+	deadline := time.Now().Add(waitLimit)
+	for {
+		quiet := true
 		for _, w := range ws {
-			if !w.quiet() {
-				return false
-			}
+			quiet = quiet && w.quiet()
 		}
-		return true
-	})
+		if quiet {
+			return
+		}
+		if time.Now().After(deadline) {
+			// Say what is not quiet: which loop, or what is pending.
+			var why []string
+			for _, w := range ws {
+				why = append(why, w.ID()+": "+w.notQuiet())
+			}
+			e.t.Fatalf("timed out waiting for workers to settle (fake time %s): %s", e.clk.Now().UTC().Format("15:04:05.000"), strings.Join(why, "; "))
+		}
+		select {
+		case <-e.clk.Changed():
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // step advances the fake clock in increments of at most inc up to d,

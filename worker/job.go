@@ -168,8 +168,8 @@ func (st *jobState) checkpoint(ctx context.Context, state []byte) (quick.Lease, 
 	return l, nil
 }
 
-// finishWith acks the job (complete or dead-letter) and runs fn in one
-// transaction.
+// finishWith acks the job (complete, dead-letter or cancel) and runs fn in
+// one transaction.
 func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason string, fn func(kv.Transaction) error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -224,11 +224,16 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	}
 	st.phase = phaseDone
 	st.leaveLaneLocked()
-	if kind == quick.AckDeadLetter {
+	switch kind {
+	case quick.AckDeadLetter:
 		w.count(st.r, kindDeadLettered, 1)
 		st.emit(EventDeadLettered, reason, 0)
 		st.endSpanLocked(EventDeadLettered.String(), reason)
-	} else {
+	case quick.AckCancel:
+		w.count(st.r, kindCancelled, 1)
+		st.emit(EventCancelled, reason, 0)
+		st.endSpanLocked(EventCancelled.String(), "")
+	default:
 		w.count(st.r, kindCompleted, 1)
 		st.emit(EventCompleted, "", 0)
 		st.endSpanLocked(EventCompleted.String(), "")
@@ -236,8 +241,8 @@ func (st *jobState) finishWith(ctx context.Context, kind quick.AckKind, reason s
 	return nil
 }
 
-// reached tells whether the job is completed (kind complete) or
-// dead-lettered by this run. A dead letter is this run's only if it was
+// reached tells whether the job is completed (kind complete), cancelled
+// (kind cancel) or dead-lettered by this run. A dead letter is this run's only if it was
 // written at this run's attempt with this run's reason: if the lease lapsed
 // between retries, another worker may have claimed the job (a claim counts
 // an attempt) and dead-lettered it, or a claim may have dead-lettered it as
@@ -254,8 +259,13 @@ func (st *jobState) reached(ctx context.Context, kind quick.AckKind, reason stri
 		// 1021 was reported as a lost lease).
 		return false
 	}
-	if kind == quick.AckComplete {
+	switch kind {
+	case quick.AckComplete:
 		return quick.IsNotFound(err) || (err == nil && info.State.Done())
+	case quick.AckCancel:
+		// Without retention a cancelled job is as gone as a completed
+		// one; with it, its record says cancelled.
+		return quick.IsNotFound(err) || (err == nil && (info.State == quick.StateFinished || info.State == quick.StateCancelled))
 	}
 	// The stored error is the reason, possibly truncated.
 	return err == nil && info.State == quick.StateDead && info.Attempt == st.first.Attempt &&

@@ -108,9 +108,16 @@ func TestPresenceListsWorkers(t *testing.T) {
 		}
 		return n == 2
 	})
-	if err := e.stop(ws["b"], hs["b"]); err != nil {
+	// b runs nothing now, so its stop needs no time to pass: stopped
+	// without advancing the clock (e.stop's seconds, as many as the
+	// machine is slow, would age a's and c's records past stale and, past
+	// a minute, run a's purge-presence duty).
+	stopCtx, cancel := context.WithTimeout(e.ctx, waitLimit)
+	defer cancel()
+	if err := ws["b"].Stop(stopCtx); err != nil {
 		t.Fatal(err)
 	}
+	<-hs["b"].done
 	ws["c"].kill()
 	<-hs["c"].done
 	if ps, _ := ListWorkers(e.ctx, q, 10); len(ps) != 2 || ps[0].ID != "a" || ps[1].ID != "c" {

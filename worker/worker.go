@@ -465,6 +465,15 @@ wait:
 			log.Warn("worker: could not wake other workers for released jobs", "task_type", r.taskType, "err", err)
 		}
 	}
+	// The clock loop's last round may still be in flight (it began before
+	// the stop) with the presence record and the throughput counts not yet
+	// known committed: beside the stop's transaction, both would add those
+	// counts (the fleet's minutes counted them twice), and the record could
+	// be set again after the clear. The loop exits after that round.
+	select {
+	case <-w.zclock.done:
+	case <-ctx.Done():
+	}
 	// The presence record is advisory: one left behind goes stale and the
 	// purge-presence duty clears it, so a clear that fails (the database
 	// busy or recovering at the stop) is logged, not a failed shutdown.
@@ -492,7 +501,7 @@ type Stats struct {
 	Completed    int64 // jobs completed (acks and CompleteWith)
 	Failed       int64 // failures acked (including those that exhausted their attempts)
 	DeadLettered int64 // jobs dead-lettered (decode failures, exhausted attempts, DeadLetterWith)
-	Cancelled    int64 // jobs their handlers cancelled (Cancel)
+	Cancelled    int64 // jobs their handlers cancelled (Cancel, CancelWith)
 	Snoozed      int64
 	Released     int64 // jobs handed back by a graceful stop or a stop during a claim
 	LeaseLost    int64 // jobs whose lease this worker lost: not acked by it

@@ -374,7 +374,11 @@ func checkCron(h History, completions map[quick.ID][]CompletionRec, v *Verdict) 
 	}
 	for _, id := range h.CronPending {
 		if !next[id] {
-			v.violate("cron occurrence %s is queued but is no chain's next one (a second successor?)", id)
+			chains := ""
+			for _, e := range h.CronEntries {
+				chains += fmt.Sprintf("; %s next %s at %v (%s)", e.Name, e.NextID, e.Next.UTC().Format("15:04:05.000"), h.CronInfo[e.NextID])
+			}
+			v.violate("cron occurrence %s (%s) is queued but is no chain's next one (a second successor?)%s", id, h.CronInfo[id], chains)
 		}
 	}
 	// A dead-lettered occurrence (its one attempt spent by a holder that

@@ -128,6 +128,8 @@ func (h *harness) cronHandler(wid string, clk *workerClock) cron.TxHandler {
 		if occ.Name == chainSchedule(h.cfg, 0).Name && h.chaos.Load() && h.cronVanished.CompareAndSwap(false, true) {
 			// Chain 0 has one attempt per occurrence: the claim that finds
 			// this one exhausted must enqueue its successor.
+			id := occ.JobID
+			h.vanishedOcc.Store(&id)
 			h.vanish(wid, clk)
 		}
 		if err := h.work(ctx, clk); err != nil {

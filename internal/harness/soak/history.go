@@ -151,6 +151,9 @@ type History struct {
 	CronPending []quick.ID
 	CronDead    []quick.ID
 	CronEntries []CronEntry
+	// CronInfo describes each pending cron occurrence (task type, state,
+	// attempt, holder, unique key, run time), for the violations' text.
+	CronInfo map[quick.ID]string
 	// CronEdited names the chains edited (spec, task type, or removed and
 	// registered again) during the run: a pending occurrence an edit
 	// cancelled may have started its handler already, and that run is

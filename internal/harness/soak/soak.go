@@ -107,8 +107,12 @@ type harness struct {
 	pause         atomic.Int64
 	exhaustPauses atomic.Int64
 	cronVanished  atomic.Bool
-	edits         atomic.Int64
-	tooLarge      *sizeWatch
+	// vanishedOcc is the cron occurrence whose worker vanished mid-run
+	// (set once, with cronVanished): the drain waits for a claim to
+	// dead-letter it.
+	vanishedOcc atomic.Pointer[quick.ID]
+	edits       atomic.Int64
+	tooLarge    *sizeWatch
 
 	// enqueues counts the producers' enqueue calls, slowEnqueues those
 	// that took over a second, slowestEnqueue the longest (ns): a producer
@@ -541,6 +545,14 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 		}
 		hist.CronPending = append(hist.CronPending, queued[tt]...)
 		hist.CronDead = append(hist.CronDead, dead...)
+	}
+	hist.CronInfo = map[quick.ID]string{}
+	for _, id := range hist.CronPending {
+		if info, err := q.Get(ctx, id); err == nil {
+			hist.CronInfo[id] = fmt.Sprintf("%s %s attempt %d/%d holder %q unique %q run at %s", info.TaskType, info.State, info.Attempt, info.MaxAttempts, info.Holder, info.UniqueKey, info.RunAt.UTC().Format("15:04:05.000"))
+		} else {
+			hist.CronInfo[id] = err.Error()
+		}
 	}
 	if hist.IndexLeft, err = h.indexLeft(ctx); err != nil {
 		return hist, err
