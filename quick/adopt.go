@@ -55,21 +55,9 @@ const adoptLanesBatch = 64
 // vesting time: it runs again once that passes, as a lapsed lease would.
 func (q *Queue) AdoptTenant(ctx context.Context, itemSpace string, opts AdoptOptions) (TenantResult, error) {
 	opts.Batch = batchOf(opts.Batch)
-	var res TenantResult
-	types, err := q.tenantTypes(ctx, itemSpace, opts.TaskType)
-	if err != nil {
-		return res, fmt.Errorf("quick: adopt tenant %q: %w", itemSpace, err)
-	}
-	res.TaskTypes = types
-	for _, tt := range types {
-		n, resumed, err := q.adoptOne(ctx, itemSpace, tt, opts)
-		res.Jobs += n
-		res.Resumed = res.Resumed || resumed
-		if err != nil {
-			return res, fmt.Errorf("quick: adopt tenant %s/%q: %w", tt, itemSpace, err)
-		}
-	}
-	return res, nil
+	return q.eachTenantType(ctx, itemSpace, opts.TaskType, "adopt", func(tt string) (int64, bool, error) {
+		return q.adoptOne(ctx, itemSpace, tt, opts)
+	})
 }
 
 func (q *Queue) adoptOne(ctx context.Context, itemSpace, taskType string, opts AdoptOptions) (int64, bool, error) {

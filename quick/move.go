@@ -84,20 +84,9 @@ func (q *Queue) MoveTenant(ctx context.Context, itemSpace string, to *Queue, opt
 	if opts.Fence < MinLease {
 		return res, fmt.Errorf("quick: move tenant %q: %w: fence %v under %v", itemSpace, ErrInvalidOption, opts.Fence, MinLease)
 	}
-	types, err := q.tenantTypes(ctx, itemSpace, opts.TaskType)
-	if err != nil {
-		return res, fmt.Errorf("quick: move tenant %q: %w", itemSpace, err)
-	}
-	res.TaskTypes = types
-	for _, tt := range types {
-		n, resumed, err := q.moveOne(ctx, itemSpace, tt, to, opts)
-		res.Jobs += n
-		res.Resumed = res.Resumed || resumed
-		if err != nil {
-			return res, fmt.Errorf("quick: move tenant %s/%q: %w", tt, itemSpace, err)
-		}
-	}
-	return res, nil
+	return q.eachTenantType(ctx, itemSpace, opts.TaskType, "move", func(tt string) (int64, bool, error) {
+		return q.moveOne(ctx, itemSpace, tt, to, opts)
+	})
 }
 
 // sameDatabase reports whether q and to reach one database: the same
@@ -344,4 +333,25 @@ func (m *mover) adopt(ctx context.Context) error {
 	// every count it knew of) gets its pointer here: no copied job is left
 	// without one.
 	return m.to.adoptAllLanes(ctx, m.dst)
+}
+
+// eachTenantType runs one over each task type of a tenant operation (the
+// one named, or every type the tenant has zones of), summing the jobs it
+// moved, adopted or deleted; it stops at the first error.
+func (q *Queue) eachTenantType(ctx context.Context, itemSpace, taskType, verb string, one func(taskType string) (int64, bool, error)) (TenantResult, error) {
+	var res TenantResult
+	types, err := q.tenantTypes(ctx, itemSpace, taskType)
+	if err != nil {
+		return res, fmt.Errorf("quick: %s tenant %q: %w", verb, itemSpace, err)
+	}
+	res.TaskTypes = types
+	for _, tt := range types {
+		n, resumed, err := one(tt)
+		res.Jobs += n
+		res.Resumed = res.Resumed || resumed
+		if err != nil {
+			return res, fmt.Errorf("quick: %s tenant %s/%q: %w", verb, tt, itemSpace, err)
+		}
+	}
+	return res, nil
 }

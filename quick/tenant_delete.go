@@ -74,21 +74,9 @@ func (q *Queue) DeleteTenant(ctx context.Context, itemSpace string, opts DeleteO
 	if opts.Fence <= 0 {
 		opts.Fence = defaultFence
 	}
-	var res TenantResult
-	types, err := q.tenantTypes(ctx, itemSpace, opts.TaskType)
-	if err != nil {
-		return res, fmt.Errorf("quick: delete tenant %q: %w", itemSpace, err)
-	}
-	res.TaskTypes = types
-	for _, tt := range types {
-		n, resumed, err := q.deleteOne(ctx, itemSpace, tt, opts)
-		res.Jobs += n
-		res.Resumed = res.Resumed || resumed
-		if err != nil {
-			return res, fmt.Errorf("quick: delete tenant %s/%q: %w", tt, itemSpace, err)
-		}
-	}
-	return res, nil
+	return q.eachTenantType(ctx, itemSpace, opts.TaskType, "delete", func(tt string) (int64, bool, error) {
+		return q.deleteOne(ctx, itemSpace, tt, opts)
+	})
 }
 
 // defaultFence is how long a tenant operation's fence lasts by default.
