@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	qmetrics "github.com/quickfdb/quickfdb/metrics"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/worker"
 )
@@ -56,23 +55,9 @@ func runGroup(setup func(w *worker.Worker) error, opts MainOptions, f *Flags, lo
 	}
 	cfg := opts.Config
 	cfg.Logger = logger
-	var exp *qmetrics.Exporter
-	if f.MetricsListen != "" {
-		if exp, err = qmetrics.Default(); err != nil {
-			return err
-		}
-		if cfg.MeterProvider == nil {
-			cfg.MeterProvider = exp.MeterProvider()
-		}
-	}
-	if f.ID != "" {
-		cfg.ID = f.ID
-	}
-	if f.Concurrency > 0 {
-		cfg.DefaultConcurrency = f.Concurrency
-	}
-	if f.ShutdownTimeout > 0 {
-		cfg.ShutdownTimeout = f.ShutdownTimeout
+	exp, err := f.applyConfig(&cfg)
+	if err != nil {
+		return err
 	}
 	g, err := worker.NewGroup(worker.GroupConfig{Clusters: clusters, Config: cfg})
 	if err != nil {

@@ -119,23 +119,9 @@ func RunMain(setup func(w *worker.Worker) error, opts MainOptions) error {
 	}
 	cfg := opts.Config
 	cfg.Queue, cfg.Logger = q, logger
-	var exp *qmetrics.Exporter
-	if f.MetricsListen != "" {
-		if exp, err = qmetrics.Default(); err != nil {
-			return err
-		}
-		if cfg.MeterProvider == nil {
-			cfg.MeterProvider = exp.MeterProvider()
-		}
-	}
-	if f.ID != "" {
-		cfg.ID = f.ID
-	}
-	if f.Concurrency > 0 {
-		cfg.DefaultConcurrency = f.Concurrency
-	}
-	if f.ShutdownTimeout > 0 {
-		cfg.ShutdownTimeout = f.ShutdownTimeout
+	exp, err := f.applyConfig(&cfg)
+	if err != nil {
+		return err
 	}
 	w, err := worker.New(cfg)
 	if err != nil {
@@ -174,4 +160,31 @@ func RunMain(setup func(w *worker.Worker) error, opts MainOptions) error {
 	err = w.Run(ctx)
 	logger.Info("worker: exiting", "stats", fmt.Sprintf("%+v", w.Stats()))
 	return err
+}
+
+// applyConfig applies the flags that shape a worker's Config (its ID,
+// default concurrency, shutdown timeout) and, with -metrics-listen, the
+// default Prometheus exporter as its meter provider; it returns the
+// exporter (nil without the flag) for the caller to serve.
+func (f *Flags) applyConfig(cfg *worker.Config) (*qmetrics.Exporter, error) {
+	var exp *qmetrics.Exporter
+	if f.MetricsListen != "" {
+		var err error
+		if exp, err = qmetrics.Default(); err != nil {
+			return nil, err
+		}
+		if cfg.MeterProvider == nil {
+			cfg.MeterProvider = exp.MeterProvider()
+		}
+	}
+	if f.ID != "" {
+		cfg.ID = f.ID
+	}
+	if f.Concurrency > 0 {
+		cfg.DefaultConcurrency = f.Concurrency
+	}
+	if f.ShutdownTimeout > 0 {
+		cfg.ShutdownTimeout = f.ShutdownTimeout
+	}
+	return exp, nil
 }
