@@ -52,16 +52,26 @@ type scanFeed struct {
 func newScanFeed() *scanFeed { return &scanFeed{ch: make(chan feedItem, claimers)} }
 
 // offer hands it to a waiting executor, if one waits for it; false if none
-// does. Only the scanner offers, so the items queued never outnumber the
-// executors waiting (but at a stop: drain).
+// does. It reserves that executor first (waiting counts the executors not
+// yet promised an item), so an executor that has taken an item but not yet
+// returned from await is never counted for a second one: an item is never
+// left in ch with no executor to take it (which also kept Worker.quiet
+// false). Only the scanner offers; ch has room for every reservation.
 func (f *scanFeed) offer(it feedItem) bool {
-	if int(f.waiting.Load()) <= len(f.ch) {
-		return false
+	for {
+		n := f.waiting.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.waiting.CompareAndSwap(n, n-1) {
+			break
+		}
 	}
 	select {
 	case f.ch <- it:
 		return true
 	default:
+		f.waiting.Add(1) // cannot happen: ch holds claimers items
 		return false
 	}
 }
@@ -80,17 +90,21 @@ func (r *runner) scanWidth() int {
 func (c *claimer) await() bool {
 	r, w := c.r, c.r.w
 	r.feed.waiting.Add(1)
-	defer r.feed.waiting.Add(-1)
 	r.signalMore()
 	c.park.forever()
 	defer c.park.run()
+	// An item received was reserved for this executor by offer, which
+	// took it out of waiting; at a stop the count no longer matters (the
+	// scanner's drain lets go of any item left).
 	select {
 	case it := <-r.feed.ch:
 		c.cand, c.ptr, c.sl, c.rounds = it.cand, it.ptr, it.sl, it.rounds
 		return true
 	case <-w.stopCh:
+		r.feed.waiting.Add(-1)
 		return false
 	case <-w.bg.Done():
+		r.feed.waiting.Add(-1)
 		return false
 	}
 }
@@ -100,7 +114,7 @@ func (c *claimer) await() bool {
 // vested lanes the claim saw, one each.
 func (c *claimer) distribute(res quick.Claimed) {
 	r := c.r
-	if r.feed.waiting.Load() == 0 {
+	if r.feed.waiting.Load() <= 0 {
 		return
 	}
 	if c.ptr != nil || c.sl != nil {
