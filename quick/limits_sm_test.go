@@ -19,7 +19,11 @@ import (
 //     the one way past L, a renewal that takes back a slot a claim freed
 //     after its lease lapsed, makes the next claim take nothing.
 //   - rate R with burst B: from any start since the rate was set, the
-//     starts up to now number at most B + R·(now − that start).
+//     starts up to now number at most B + R·(now − that start). A start
+//     happened at the claim's time, somewhere between the clock before the
+//     claim and after it (a slow commit moves the clock 4.5 s within the
+//     claim): the check takes each start at the earliest and now at the
+//     latest.
 //
 // A limited lane parks: its pointer moves up to 5 s ahead (quick's
 // parkHorizon) and its state is marked Parked, which the pointer invariant
@@ -37,7 +41,8 @@ var zsmLimitChoices = []Limits{
 // zmLimits is the model's view of one tenant's limits.
 type zmLimits struct {
 	l Limits
-	// starts are the claims' start times since the rate was set.
+	// starts are the claims' start times since the rate was set: the
+	// clock before each claim.
 	starts []time.Time
 }
 
@@ -86,8 +91,12 @@ func (m *zModel) checkLimits(rt *rapid.T, res Claimed, now time.Time) {
 		}
 	}
 	if r := lim.l.Rate; r > 0 {
+		from := now
+		if !m.claimFrom.IsZero() && m.claimFrom.Before(now) {
+			from = m.claimFrom
+		}
 		for range res.Jobs {
-			lim.starts = append(lim.starts, now)
+			lim.starts = append(lim.starts, from)
 		}
 		b := lim.l.burst()
 		for i, s := range lim.starts {

@@ -321,6 +321,9 @@ func (m *mover) adopt(ctx context.Context) error {
 				}
 				return err
 			})
+			// This handle claims under the copied limits at once, as after
+			// SetTenantLimits (other processes within limitsRefresh).
+			m.to.limits.Delete(m.dst.taskType)
 			if err != nil {
 				return err
 			}

@@ -29,8 +29,9 @@ import (
 // lanes stripped of their pointer as a copied tenant's are, claims that
 // take a lane from the pointer index or keep and continue on one, lane
 // hand-backs, every ack (failures with the longest reasons kept), extend,
-// checkpoint, cancel, lane resizing, workers that vanish or shut down,
-// clock advances — over a database that injects every commit fault
+// checkpoint, cancel, lane resizing, tenant limits, tenant moves and
+// adoptions (move_sm_test.go), workers that vanish or shut down, clock
+// advances — over a database that injects every commit fault
 // kv.WithFaults knows. After every step it checks the database against a
 // model, key by key: no job lost or duplicated, no write under a stale
 // lease, attempts and dead letters as configured, duplicates reported only
@@ -43,6 +44,7 @@ func TestZonesStateMachine(t *testing.T) {
 	var jobs, steps, repeats, unpointed, limitSets int64
 	maxLeased := map[int]int{}
 	var faults kv.FaultStats
+	var moves zmMoveStats
 	cfg := kv.Faults{
 		UnknownCommitted:      0.04,
 		UnknownNotCommitted:   0.04,
@@ -54,7 +56,7 @@ func TestZonesStateMachine(t *testing.T) {
 		SlowCommit:            0.02,
 	}
 	defer func() {
-		t.Logf("drove %d zones jobs through %d checked steps (%d repeated IDs, %d lanes stripped of their pointer, %d limit changes; most leased at once under a concurrency limit: %v); faults injected: %+v", jobs, steps, repeats, unpointed, limitSets, maxLeased, faults)
+		t.Logf("drove %d zones jobs through %d checked steps (%d repeated IDs, %d lanes stripped of their pointer, %d limit changes; most leased at once under a concurrency limit: %v; %+v); faults injected: %+v", jobs, steps, repeats, unpointed, limitSets, maxLeased, moves, faults)
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		raw, space := fdbtest.Open(t)
@@ -64,6 +66,7 @@ func TestZonesStateMachine(t *testing.T) {
 		f.Advance = clk.Advance
 		faulty := kv.WithFaults(raw, f)
 		m := newZModel(rt, raw, faulty, space, clk)
+		m.faults = cfg
 		rt.Repeat(map[string]func(*rapid.T){
 			"enqueue":  m.enqueue,
 			"claim":    m.claim,
@@ -80,6 +83,7 @@ func TestZonesStateMachine(t *testing.T) {
 			"lanes":    m.setLanes,
 			"unpoint":  m.unpoint,
 			"limits":   m.setLimits,
+			"tenant":   m.moveOrAdopt,
 			"vanish":   m.vanish,
 			"shutdown": m.shutdown,
 			"advance":  m.advance,
@@ -92,6 +96,7 @@ func TestZonesStateMachine(t *testing.T) {
 		repeats += m.repeats
 		unpointed += m.unpointed
 		limitSets += m.limitSets
+		moves = moves.add(m.mv)
 		for l, n := range m.maxLeased {
 			maxLeased[l] = max(maxLeased[l], n)
 		}
@@ -196,11 +201,24 @@ type zModel struct {
 	limits    map[string]*zmLimits
 	limitSets int64
 	maxLeased map[int]int
+	// claimFrom is the clock before the claim took applies (its start
+	// times lie between it and the clock after).
+	claimFrom time.Time
+	// For the move and adopt steps (move_sm_test.go): the queue's options,
+	// subspace and faults, the tenants moved within the database (their
+	// ZoneSpace), a counter naming fresh subspaces, and the counts.
+	opts   Options
+	space  tuple.Subspace
+	faults kv.Faults
+	place  map[string]tuple.Subspace
+	gen    int64
+	mv     zmMoveStats
 }
 
 func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Subspace, clk *clock.Fake) *zModel {
 	ctx := context.Background()
 	own := space.Sub("tenant-data")
+	place := map[string]tuple.Subspace{}
 	opts := Options{
 		Clock: clk, Backoff: func(a int) time.Duration { return time.Duration(a) * 10 * time.Second },
 		MaxLease: time.Minute, ZoneLanes: 2, MaxZoneLanes: 4,
@@ -208,6 +226,9 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TaskTypes: map[string]TaskTypeOptions{zsmType: {}},
 		ZoneSpace: func(itemSpace string) tuple.Subspace {
+			if p, ok := place[itemSpace]; ok {
+				return p
+			}
 			if itemSpace == "t2" {
 				return own.Sub(itemSpace)
 			}
@@ -222,7 +243,8 @@ func newZModel(rt *rapid.T, raw kv.Database, faulty *kv.FaultyDB, space tuple.Su
 	if err != nil {
 		rt.Fatal(err)
 	}
-	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw, marked: map[ID]map[ID]bool{}, maxLeased: map[int]int{}}
+	return &zModel{ctx: ctx, clk: clk, q: q, truth: truth, jobs: map[ID]*zmJob{}, inj: faulty, raw: raw, marked: map[ID]map[ID]bool{}, maxLeased: map[int]int{},
+		opts: opts, space: space, place: place}
 }
 
 func (m *zModel) activeUnique(key string) *zmJob {
@@ -460,6 +482,7 @@ func (m *zModel) claim(rt *rapid.T) {
 	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "worker")
 	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
 	keep := rapid.Bool().Draw(rt, "keep")
+	m.claimFrom = m.clk.Now()
 	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{
 		TaskType: zsmType, Holder: worker, Max: maxN, Lease: zsmLease,
 		Peek: 64, Keep: keep,
@@ -479,6 +502,7 @@ func (m *zModel) continueHeld(rt *rapid.T) {
 	p := m.pointers[i]
 	m.pointers = append(m.pointers[:i], m.pointers[i+1:]...)
 	maxN := rapid.IntRange(1, 20).Draw(rt, "max")
+	m.claimFrom = m.clk.Now()
 	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{
 		TaskType: zsmType, Holder: p.Holder, Max: maxN, Lease: zsmLease,
 		Lane: &p, Keep: rapid.Bool().Draw(rt, "keep"),
@@ -787,7 +811,10 @@ type zsmKey struct {
 
 // scan reads every zone, lane state and pointer of the model's task type
 // straight from the database and checks the pointer invariant.
-func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
+func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey { return m.scanOf(rt, m.truth, m.raw) }
+
+// scanOf scans the queue truth over raw (another one a tenant moved to).
+func (m *zModel) scanOf(rt *rapid.T, truth *Queue, raw kv.Database) map[ID]zsmKey {
 	nowMs := m.clk.Now().UnixMilli()
 	found := map[ID]zsmKey{}
 	type laneInfo struct {
@@ -797,9 +824,9 @@ func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
 	lanes := map[string]*laneInfo{}
 	laneRefs := map[string]laneRef{}
 	pointers := map[string]bool{}
-	err := m.raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
+	err := raw.ReadTransact(m.ctx, func(tr kv.ReadTransaction) error {
 		for _, tenant := range zsmTenants {
-			z := m.truth.zoneOf(zsmType, tenant)
+			z := truth.zoneOf(zsmType, tenant)
 			kvs, err := tr.GetRange(z.jobs(), kv.RangeOptions{}).GetSliceWithError()
 			if err != nil {
 				return err
@@ -849,17 +876,17 @@ func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
 					lanes[k], laneRefs[k] = li, l
 				}
 				li.state = &s
-				pk := string(m.truth.pointerKeyOf(l, s.PtrMs))
+				pk := string(truth.pointerKeyOf(l, s.PtrMs))
 				pointers[pk] = false
 			}
 		}
-		ptrs, err := tr.GetRange(rangeOf(m.truth.zk.ptr.Sub(zsmType)), kv.RangeOptions{}).GetSliceWithError()
+		ptrs, err := tr.GetRange(rangeOf(truth.zk.ptr.Sub(zsmType)), kv.RangeOptions{}).GetSliceWithError()
 		if err != nil {
 			return err
 		}
 		for _, p := range ptrs {
 			if _, ok := pointers[string(p.Key)]; !ok {
-				e, _ := m.truth.zk.parsePointer(p)
+				e, _ := truth.zk.parsePointer(p)
 				rt.Fatalf("pointer %+v has no lane state naming it", e)
 			}
 			pointers[string(p.Key)] = true
@@ -874,7 +901,7 @@ func (m *zModel) scan(rt *rapid.T) map[ID]zsmKey {
 		if li.state == nil {
 			rt.Fatalf("lane %s holds jobs but has no lane state", l)
 		}
-		if !pointers[string(m.truth.pointerKeyOf(l, li.state.PtrMs))] {
+		if !pointers[string(truth.pointerKeyOf(l, li.state.PtrMs))] {
 			rt.Fatalf("lane %s: its lane state names pointer ms %d, which is missing", l, li.state.PtrMs)
 		}
 		// An unleased pointer is vested when its lane has a vested job, and

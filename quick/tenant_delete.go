@@ -286,5 +286,10 @@ func (q *Queue) clearZone(ctx context.Context, z zone, tenantState bool) (bool, 
 		}
 		return nil
 	})
+	if tenantState {
+		// As after ClearTenantLimits: this handle's view drops the
+		// override at once.
+		q.limits.Delete(z.taskType)
+	}
 	return empty, err
 }
