@@ -12,7 +12,8 @@
 // The comparison strategies of earlier runs (FoundationDB's queue recipe,
 // QuiCK's random-K peek, and this project's schema-1 lanes) claimed from
 // schema 1's single ordered range, which quick no longer writes; they were
-// removed with it (issue 21). Their figures stay in docs/performance.md.
+// removed with it (issue 21). The numbers that decided against them are
+// in docs/design.md ("The alternative weighed", "Before the lanes").
 //
 // Every figure comes from kv.WithCounters (one counter set per path:
 // enqueue, claim, ack), so per-job costs are in kv.Stats units, which carry
