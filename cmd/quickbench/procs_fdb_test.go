@@ -19,8 +19,8 @@ import (
 // TestProcsOnFDB runs `quickbench procs` for real: worker processes (this
 // test binary, through procsChildEnv) on the test's FoundationDB (fdbtest:
 // FDB_CLUSTER_FILE or a throwaway server from QUICKFDB_FDB_BIN), draining
-// 200 jobs with 1 and then 2 processes in the zones layout counted by the
-// counter key, and with 2 in the lanes layout with batched acks. Every row
+// 200 jobs with 1 and then 2 processes counted by the counter key, and
+// with 2 processes completing by batched acks. Every row
 // must count the backlog exactly (procbench checks it, and that the queue
 // is left empty) and report the children's CPU time and kv counts.
 func TestProcsOnFDB(t *testing.T) {
@@ -29,15 +29,15 @@ func TestProcsOnFDB(t *testing.T) {
 	}
 	cf := fdbtest.ClusterFile(t)
 	t.Setenv(procsChildEnv, "1") // the children inherit it
-	for _, c := range []struct{ layout, complete, procs string }{
-		{"zones", procbench.CompleteWith, "1,2"},
-		{"lanes", procbench.CompleteAck, "2"},
+	for _, c := range []struct{ complete, procs string }{
+		{procbench.CompleteWith, "1,2"},
+		{procbench.CompleteAck, "2"},
 	} {
-		t.Run(c.layout+"/"+c.complete, func(t *testing.T) {
+		t.Run(c.complete, func(t *testing.T) {
 			dir := t.TempDir()
 			jsonPath := filepath.Join(dir, "rows.json")
 			args := []string{"procs", "--cluster-file", cf, "--procs", c.procs, "--jobs", "200",
-				"--layout", c.layout, "--complete", c.complete, "--duration", "exp:5ms", "--settle", "1500ms",
+				"--complete", c.complete, "--duration", "exp:5ms", "--settle", "1500ms",
 				"--timeout", "2m", "--subspace", fmt.Sprintf("quickbench-test,procs,%d", time.Now().UnixNano()),
 				"--log-dir", filepath.Join(dir, "logs"), "--json", jsonPath}
 			var out, errOut bytes.Buffer
