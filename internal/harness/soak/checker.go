@@ -544,9 +544,10 @@ func movesOf(h History) func(a, b ClaimRec) bool {
 	}
 }
 
-// checkFences finds claims of a moving tenant's jobs while its move held
-// still with both zones fenced: none may be (a claim dated within
-// fenceMargin of the fence may have committed before it).
+// checkFences finds claims of the jobs the mover seeded into a moving
+// tenant while its move held still with both zones fenced: none may be (a
+// claim dated within fenceMargin of the fence may have committed before
+// it).
 func checkFences(h History, v *Verdict) {
 	if len(h.Fences) == 0 {
 		return
@@ -557,7 +558,7 @@ func checkFences(h History, v *Verdict) {
 	}
 	for _, c := range h.Claims {
 		j, ok := job[c.ID]
-		if !ok {
+		if !ok || j.Producer != moveProducerID {
 			continue
 		}
 		for _, f := range h.Fences {

@@ -78,7 +78,8 @@
 // made for it are deleted with jobs pending and leased. Every operation
 // runs under the commit faults, a third of the calls interrupted after a
 // step or batch and resumed; a move holds still for a while once it has
-// fenced both zones, and no claim may take the tenant's jobs then. The producers follow each tenant (its route
+// fenced both zones, and no claim may take the jobs the mover seeded into
+// the tenant then. The producers follow each tenant (its route
 // names their database and every handle's Options.ZoneSpace), so jobs land
 // in a move's source while it runs and after. The checker reads every
 // database (each completion's history record is written in its job's

@@ -35,9 +35,11 @@ import (
 //
 // Every operation runs through the fault-injecting databases, is now and
 // then interrupted (its context cancelled after a step or batch) and is
-// called again until it completes. A move holds still for fenceHold once
-// it has fenced both zones, as a slow one would: a claim of the tenant's
-// jobs then, at either end, is a broken fence. The producers follow the tenant: its
+// called again until it completes. Before each move the mover seeds the
+// tenant with jobs of its own, slow ones (leased at the fence) and delayed
+// ones (pending at it), and the move holds still for fenceHold once it has
+// fenced both zones, as a slow one would: a claim of a seeded job then, at
+// either end, is a broken fence. The producers follow the tenant: its
 // route names the database they enqueue into and each database's place
 // for it (Options.ZoneSpace of every handle of that database), and is
 // flipped to the destination as a move starts; what an enqueue in flight
@@ -104,7 +106,10 @@ type MoveRec struct {
 // fenceHold is how long a move holds still once it has fenced its zones,
 // and fenceMargin how long after the fence a claim's record may still
 // show a claim that committed before it (the worker dates a claim once it
-// has returned).
+// has returned). The check covers the jobs the mover seeded (seed): those
+// are always in the tenant's current zones, which the move fences, where
+// a producer's enqueue that landed in a source after its move, or a
+// requeue into a database the tenant left, is a zone of its own.
 const (
 	fenceHold   = 2 * time.Second
 	fenceMargin = time.Second
@@ -421,7 +426,7 @@ func (h *harness) seed(ctx context.Context, rng *rand.Rand, tenant string, dbi i
 	for i := range seedJobs {
 		kind, delay := KindSlow, time.Duration(0)
 		if i >= seedSlow {
-			kind, delay = KindNormal, 500*time.Millisecond+time.Duration(rng.Int64N(int64(2*time.Second)))
+			kind, delay = KindNormal, time.Second+time.Duration(rng.Int64N(int64(3*time.Second)))
 		}
 		seq := int(h.seeded.Add(1))
 		body, _ := json.Marshal(payload{Kind: kind, Producer: moveProducerID, Seq: seq})

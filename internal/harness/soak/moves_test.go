@@ -20,8 +20,8 @@ func movedHistory() (History, time.Time) {
 	at := func(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
 	return History{
 		Jobs: []JobRec{
-			{ID: s, Kind: KindNormal, Producer: 0, Seq: 0, TaskType: shortType, Tenant: "t04"},
-			{ID: p, Kind: KindNormal, Producer: 0, Seq: 1, TaskType: workType, Tenant: "t04"},
+			{ID: s, Kind: KindNormal, Producer: moveProducerID, Seq: 0, TaskType: shortType, Tenant: "t04"},
+			{ID: p, Kind: KindNormal, Producer: moveProducerID, Seq: 1, TaskType: workType, Tenant: "t04"},
 			{ID: d1, Kind: KindNormal, Producer: deleteProducerID, Seq: 0, TaskType: workType, Tenant: "del01"},
 			{ID: d2, Kind: KindNormal, Producer: deleteProducerID, Seq: 1, TaskType: workType, Tenant: "del01"},
 		},
