@@ -41,9 +41,10 @@ import (
 // every copied job is claimed exactly once with its next attempt, or
 // dead-lettered when its lapsed lease had taken its last attempt.
 
-// zmMoveStats count what the move and adopt steps did, for the log.
+// zmMoveStats count what the move, adopt and delete steps did, for the
+// log.
 type zmMoveStats struct {
-	Moves, Between, Interrupted, LostAtMove, Adopts, Adopted int64
+	Moves, Between, Interrupted, LostAtMove, Adopts, Adopted, Deletes, Deleted int64
 }
 
 func (a zmMoveStats) add(b zmMoveStats) zmMoveStats {
@@ -53,6 +54,8 @@ func (a zmMoveStats) add(b zmMoveStats) zmMoveStats {
 	a.LostAtMove += b.LostAtMove
 	a.Adopts += b.Adopts
 	a.Adopted += b.Adopted
+	a.Deletes += b.Deletes
+	a.Deleted += b.Deleted
 	return a
 }
 
@@ -82,17 +85,20 @@ func (m *zModel) openSide(rt *rapid.T, raw kv.Database, space tuple.Subspace, zs
 }
 
 // moveOrAdopt is one step of the state machine, drawn as often as the
-// others but acting at two in five of them, as a move or an adoption: each
-// costs tens of transactions, and more of them would lengthen the state
-// machine's run by more than a fifth.
+// others but acting at three in seven of them, as a move, an adoption or
+// a deletion (delete_sm_test.go): each costs tens of transactions, and
+// more of them would lengthen the state machine's run by more than a
+// fifth.
 func (m *zModel) moveOrAdopt(rt *rapid.T) {
-	switch rapid.IntRange(0, 4).Draw(rt, "op") {
+	switch rapid.IntRange(0, 6).Draw(rt, "op") {
 	case 0:
 		m.adopt(rt)
 	case 1:
 		m.move(rt)
+	case 2:
+		m.deleteTenant(rt)
 	default:
-		rt.Skip("neither a move nor an adoption this time")
+		rt.Skip("neither a move, an adoption nor a deletion this time")
 	}
 }
 

@@ -59,6 +59,11 @@ func (h *harness) enqueueBatch(ctx context.Context, q *quick.Queue, rng *rand.Ra
 	if h.cfg.Limits && rng.IntN(2) == 0 {
 		tenant = h.limitedTenants()[rng.IntN(len(h.limitedTenants()))]
 	}
+	if h.routes.dbOf(tenant) != mainDB {
+		// Moved to another database: a repeat must find the marker of
+		// the call it repeats, and markers are the main queue's.
+		tenant = ""
+	}
 	type slot struct {
 		job    quick.NewJob
 		repeat bool

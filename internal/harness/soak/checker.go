@@ -74,6 +74,13 @@ type Verdict struct {
 	LimitMaxAll     map[string]int `json:"limit_max_running_with_lapsed,omitempty"`
 	RateClaims      int            `json:"rate_claims,omitempty"`
 	RateMaxInSecond int            `json:"rate_max_in_second,omitempty"`
+	// Moves (moves.go): FenceReruns counts the jobs that ran again after a
+	// move because they were leased when it fenced them (their old run's
+	// completion failed with ErrLeaseLost, and a claim after the move's
+	// start took them), DeletedJobs the jobs of tenants deleted on
+	// purpose (each completed before the deletion or deleted unfinished).
+	FenceReruns int `json:"fence_reruns,omitempty"`
+	DeletedJobs int `json:"deleted_jobs,omitempty"`
 	// Violations lists each violation found; the run fails if any.
 	Violations []string `json:"violations"`
 }
@@ -101,6 +108,7 @@ func Check(h History) Verdict {
 
 	short := map[quick.ID]bool{}
 	kind := map[quick.ID]string{}
+	acrossMove := movesOf(h)
 	for _, j := range h.Jobs {
 		short[j.ID] = j.TaskType == shortType
 		kind[j.ID] = j.Kind
@@ -126,7 +134,7 @@ func Check(h History) Verdict {
 	}
 	atAttempt := map[claimAt]ClaimRec{}
 	for _, c := range h.Claims {
-		if l, ok := last[c.ID]; !ok || claimedAfter(c, l) {
+		if l, ok := last[c.ID]; !ok || claimedAfter(c, l, acrossMove(c, l)) {
 			last[c.ID] = c
 		}
 		if claimedTokens[c.ID] == nil {
@@ -138,8 +146,11 @@ func Check(h History) Verdict {
 		// twice in short-job mode without a takeover. The one pair that
 		// shares an attempt is a short hand-out and the per-job claim of
 		// the worker that took the lane over.
+		// A short-job hand-out at a move's source runs again at its
+		// destination at the same attempt (the copy has no lease to
+		// revoke): a re-run at the fence, counted below.
 		k := claimAt{c.ID, c.Epoch, c.Attempt}
-		if o, dup := atAttempt[k]; dup && o.Short == c.Short {
+		if o, dup := atAttempt[k]; dup && o.Short == c.Short && !acrossMove(o, c) {
 			v.violate("job %s (%s) was claimed twice at attempt %d (tokens %x by %s at %s and %x by %s at %s): it was duplicated; runs: %s",
 				c.ID, kind[c.ID], c.Attempt, o.Token, o.Worker, claimTimes(o), c.Token, c.Worker, claimTimes(c), describeRuns(h.Runs, c.ID))
 		}
@@ -150,6 +161,19 @@ func Check(h History) Verdict {
 		runs[r.ID] = append(runs[r.ID], r)
 	}
 	v.Overlaps = countOverlaps(runs)
+	deleted := map[string]DeleteRec{}
+	for _, d := range h.Deletes {
+		deleted[d.Tenant] = d
+	}
+	claimsOf := map[quick.ID][]ClaimRec{}
+	for _, c := range h.Claims {
+		claimsOf[c.ID] = append(claimsOf[c.ID], c)
+	}
+	v.FenceReruns = countFenceReruns(claimsOf, runs, acrossMove)
+	for _, l := range h.Left {
+		v.violate("%s", l)
+	}
+	checkFences(h, &v)
 
 	completions := map[quick.ID][]CompletionRec{}
 	for _, c := range h.Completions {
@@ -210,6 +234,21 @@ func Check(h History) Verdict {
 			continue // the failed enqueue did not commit: nothing to finish
 		}
 		v.Jobs++
+		if d, ok := deleted[j.Tenant]; ok {
+			// Deleted on purpose: completed before the deletion reached
+			// it, or deleted; never claimed once the deletion returned.
+			v.DeletedJobs++
+			if pending[j.ID] || dead[j.ID] {
+				v.violate("job %s of tenant %s is still stored (queued %v, dead %v) after the tenant was deleted", j.ID, j.Tenant, pending[j.ID], dead[j.ID])
+			}
+			for _, c := range claimsOf[j.ID] {
+				if c.Claimed.After(d.To) {
+					v.violate("job %s of tenant %s was claimed at %s by %s, after its deletion returned at %s", j.ID, j.Tenant,
+						c.Claimed.Format("15:04:05.000"), c.Worker, d.To.Format("15:04:05.000"))
+				}
+			}
+			continue
+		}
 		if c, ok := cancels[j.ID]; ok {
 			// A prefetched job the harness cancelled: it must be gone,
 			// with no completion (a completion after the cancel would
@@ -461,17 +500,105 @@ func claimTimes(c ClaimRec) string {
 
 // claimedAfter says whether claim c of a job came after claim l: a later
 // epoch, a higher attempt, or at one attempt the per-job claim of a
-// takeover after the short hand-out; else the later recorded.
-func claimedAfter(c, l ClaimRec) bool {
+// takeover after the short hand-out; else the later recorded. Two claims
+// at one attempt on either side of a move (moved is set: a hand-out at
+// the source, and the job's run at the destination) are ordered by when
+// they were claimed, which is real time (a worker may start a prefetched
+// hand-out late).
+func claimedAfter(c, l ClaimRec, moved bool) bool {
 	switch {
 	case c.Epoch != l.Epoch:
 		return c.Epoch > l.Epoch
 	case c.Attempt != l.Attempt:
 		return c.Attempt > l.Attempt
+	case moved && !c.Claimed.Equal(l.Claimed):
+		return c.Claimed.After(l.Claimed)
 	case c.Short != l.Short:
 		return !c.Short
 	}
 	return true
+}
+
+// movesOf returns whether two claims of a job lie on either side of a
+// move of its tenant: one claimed before the move ended, the other after
+// it began.
+func movesOf(h History) func(a, b ClaimRec) bool {
+	tenant := map[quick.ID]string{}
+	for _, j := range h.Jobs {
+		tenant[j.ID] = j.Tenant
+	}
+	moves := map[string][]MoveRec{}
+	for _, m := range h.Moves {
+		moves[m.Tenant] = append(moves[m.Tenant], m)
+	}
+	return func(a, b ClaimRec) bool {
+		if b.Claimed.Before(a.Claimed) {
+			a, b = b, a
+		}
+		for _, m := range moves[tenant[a.ID]] {
+			if a.Claimed.Before(m.To) && b.Claimed.After(m.From) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// checkFences finds claims of the jobs the mover seeded into a moving
+// tenant while its move held still with both zones fenced: none may be (a
+// claim dated within fenceMargin of the fence may have committed before
+// it).
+func checkFences(h History, v *Verdict) {
+	if len(h.Fences) == 0 {
+		return
+	}
+	job := map[quick.ID]JobRec{}
+	for _, j := range h.Jobs {
+		job[j.ID] = j
+	}
+	for _, c := range h.Claims {
+		j, ok := job[c.ID]
+		if !ok || j.Producer != moveProducerID {
+			continue
+		}
+		for _, f := range h.Fences {
+			if f.Tenant == j.Tenant && f.TaskType == j.TaskType && c.Claimed.After(f.From.Add(fenceMargin)) && c.Claimed.Before(f.To) {
+				v.violate("job %s of tenant %.8q… (%s) was claimed by %s at %s, while its move held both zones fenced (%s to %s)", c.ID, j.Tenant, j.TaskType, c.Worker,
+					c.Claimed.Format("15:04:05.000"), f.From.Format("15:04:05.000"), f.To.Format("15:04:05.000"))
+			}
+		}
+	}
+}
+
+// countFenceReruns counts the jobs claimed again across a move after a
+// run whose completion failed with ErrLeaseLost: leased when the move
+// fenced them, they ran once more at the destination.
+func countFenceReruns(claims map[quick.ID][]ClaimRec, runs map[quick.ID][]RunRec, acrossMove func(a, b ClaimRec) bool) int {
+	n := 0
+	for id, cs := range claims {
+		lost := map[[2]any]bool{}
+		for _, r := range runs[id] {
+			if r.LeaseLost {
+				lost[[2]any{r.Token, r.Worker}] = true
+			}
+		}
+		if len(lost) == 0 {
+			continue
+		}
+	pairs:
+		for _, a := range cs {
+			if !lost[[2]any{a.Token, a.Worker}] {
+				continue
+			}
+			for _, b := range cs {
+				if b.Claimed.After(a.Claimed) && acrossMove(a, b) {
+					n++
+					break pairs
+				}
+			}
+		}
+	}
+	return n
 }
 
 // attributeGenerated returns the jobs with those of failed enqueue calls

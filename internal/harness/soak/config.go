@@ -127,6 +127,16 @@ type Config struct {
 	// LimitEvery while they run. Needs Tenants > 5.
 	Limits     bool          `json:"limits,omitempty"`
 	LimitEvery time.Duration `json:"limit_every,omitempty"`
+	// Moves (moves.go): every MoveEvery on average the mover takes a
+	// tenant (not the empty, hot, limited or unpointable ones) and, in
+	// turn, moves it within the database, moves it to a second database
+	// served by AwayWorkers workers of its own and MoveStay later back,
+	// moves it to a third that nothing serves and MoveStay later copies it
+	// back byte for byte and adopts it, or deletes a tenant it made for
+	// that. Zero moves nothing.
+	MoveEvery   time.Duration `json:"move_every,omitempty"`
+	MoveStay    time.Duration `json:"move_stay,omitempty"`
+	AwayWorkers int           `json:"away_workers,omitempty"`
 	// Backoff is the retry delay of failed jobs; default 200 ms.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Verbose sends the queue's, workers' and cron's warnings to the log.
@@ -173,6 +183,7 @@ func Zones() Config {
 	c.Backoff = 500 * time.Millisecond
 	c.LongNames = true
 	c.Limits, c.LimitEvery = true, 4*time.Second
+	c.MoveEvery, c.MoveStay, c.AwayWorkers = time.Second, time.Second, 2
 	return c
 }
 
@@ -217,6 +228,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("soak: batch share %v is outside [0, 1]", c.BatchShare)
 	case c.Limits && c.Tenants < 6:
 		return fmt.Errorf("soak: limits need at least 6 tenants (t01, t02 and t05 are limited), have %d", c.Tenants)
+	case c.MoveEvery > 0 && c.Tenants < 5:
+		return fmt.Errorf("soak: moves need tenants besides the hot and limited ones, have %d tenants", c.Tenants)
+	case c.MoveEvery < 0 || c.MoveStay < 0 || c.AwayWorkers < 0:
+		return fmt.Errorf("soak: negative move interval %v, stay %v or away workers %d", c.MoveEvery, c.MoveStay, c.AwayWorkers)
 	case c.DelayedShare > 0 && (c.DelayMax <= 0 || c.DelayMax > c.chaos()):
 		return fmt.Errorf("soak: delayed jobs of up to %v: want a positive delay within the chaos phase %v", c.DelayMax, c.chaos())
 	}
@@ -244,6 +259,9 @@ func (c Config) laneLease() time.Duration {
 	}
 	return 5 * time.Second
 }
+
+// awayWorkers is how many workers serve the mover's away database.
+func (c Config) awayWorkers() int { return max(c.AwayWorkers, 1) }
 
 // backoff is the retry delay of failed jobs.
 func (c Config) backoff() time.Duration {

@@ -68,6 +68,29 @@
 // start to return, and fails past the limit but for runs whose holder
 // froze or was killed while they ran (their leases lapsed), which it counts.
 //
+// The tenants configuration also moves tenants while all of that runs
+// (moves.go, Config.MoveEvery): one tenant at a time (not the empty, hot,
+// limited or unpointable ones), seeded first with jobs some of which are
+// leased when the move fences them, is moved within the database, moved to
+// a second database served by workers of its own and back, moved to a
+// third that nothing serves and then copied back byte for byte and
+// adopted (AdoptTenant) after DeleteTenant cleared it there; and tenants
+// made for it are deleted with jobs pending and leased. Every operation
+// runs under the commit faults, a third of the calls interrupted after a
+// step or batch and resumed; a move holds still for a while once it has
+// fenced both zones, and no claim may take the jobs the mover seeded into
+// the tenant then. The producers follow each tenant (its route
+// names their database and every handle's Options.ZoneSpace), so jobs land
+// in a move's source while it runs and after. The checker reads every
+// database (each completion's history record is written in its job's
+// database, in the completing transaction); a job leased at a move's fence
+// runs once more at the destination, which it counts (a short-job
+// hand-out's re-run keeps its attempt, and the two claims are then told
+// apart by their time), still requiring one completion under the job's
+// last claim; a deleted tenant's jobs must never be claimed once its
+// deletion returned, and no key of it (nor of a tenant deleted at the
+// third database) may be left.
+//
 // Config.FarSkew runs the first worker far ahead of real time (5 s by
 // default): the worker runtime's time reference must have it stand by once
 // the others join, with no violation. Commits also fail with 1031 and 1025

@@ -34,7 +34,7 @@ func TestClaimEpochIsTheLeasesNotTheHandlerStart(t *testing.T) {
 	cfg.JobMean = 0
 	h := newHarness(mem, tuple.FromTuple(tuple.Tuple{"epoch"}), cfg)
 	clk := &workerClock{}
-	q, err := h.openQueue(ctx, clk)
+	q, err := h.openQueue(ctx, mainDB, clk)
 	if err != nil {
 		t.Fatal(err)
 	}

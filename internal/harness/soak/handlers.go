@@ -56,6 +56,7 @@ func (h *harness) workHandler(wid string, clk *workerClock) worker.Handler[[]byt
 			r := RunRec{ID: l.ID, Token: leasetoken.Of(l), Worker: wid, Start: start, End: time.Now(), Claimed: claimed, Done: done}
 			if err != nil {
 				r.Err = err.Error()
+				r.LeaseLost = quick.IsLeaseLost(err)
 			}
 			h.rec.run(r)
 		}()

@@ -84,6 +84,9 @@ type RunRec struct {
 	// follows). A claim may take the slot before the handler has
 	// returned: the run counts against a limit until Done.
 	Done time.Time
+	// LeaseLost is set when the run's completion failed with
+	// ErrLeaseLost: its lease lapsed, or a move or deletion took the job.
+	LeaseLost bool
 }
 
 // Freeze is a stretch of real time a worker was frozen (its clock's
@@ -194,6 +197,13 @@ type History struct {
 	Limits []LimitChange
 	// Skew bounds the workers' clock offsets (Config.Skew).
 	Skew time.Duration
+	// Moves are the mover's moves and adoptions, Deletes its deletions
+	// (moves.go); Left what it found left at the end of what it cleared.
+	Moves   []MoveRec
+	Deletes []DeleteRec
+	Left    []string
+	// Fences are the stretches a move held still with its zones fenced.
+	Fences []FenceRec
 }
 
 // recorder collects the in-memory part of the history from many goroutines.
@@ -210,6 +220,9 @@ type recorder struct {
 	freezes    []Freeze
 	kills      map[string]time.Time
 	limits     []LimitChange
+	moves      []MoveRec
+	deletes    []DeleteRec
+	fences     []FenceRec
 	started    map[quick.ID]bool // jobs whose handler started at least once
 }
 
@@ -249,6 +262,24 @@ func (r *recorder) kill(worker string, at time.Time) {
 func (r *recorder) limit(l LimitChange) {
 	r.mu.Lock()
 	r.limits = append(r.limits, l)
+	r.mu.Unlock()
+}
+
+func (r *recorder) move(m MoveRec) {
+	r.mu.Lock()
+	r.moves = append(r.moves, m)
+	r.mu.Unlock()
+}
+
+func (r *recorder) fence(f FenceRec) {
+	r.mu.Lock()
+	r.fences = append(r.fences, f)
+	r.mu.Unlock()
+}
+
+func (r *recorder) deleteTenant(d DeleteRec) {
+	r.mu.Lock()
+	r.deletes = append(r.deletes, d)
 	r.mu.Unlock()
 }
 

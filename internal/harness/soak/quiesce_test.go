@@ -28,7 +28,7 @@ func TestHistoryWaitsForInFlightCronCompletions(t *testing.T) {
 	cfg := Short()
 	cfg.UnknownCommitted, cfg.UnknownNotCommitted, cfg.Conflict = 0, 0, 0
 	h := newHarness(mem, tuple.FromTuple(tuple.Tuple{"quiesce"}), cfg)
-	admin, err := h.openQueue(ctx, clock.Real())
+	admin, err := h.openQueue(ctx, mainDB, clock.Real())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestHistoryWaitsForInFlightCronCompletions(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h.onCronCommit = func() { once.Do(func() { close(entered); <-release }) }
-	w, err := h.startWorker(ctx, "w1", &workerClock{})
+	w, err := h.startWorker(ctx, mainDB, "w1", &workerClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

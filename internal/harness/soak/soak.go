@@ -47,7 +47,7 @@ type Report struct {
 	ExhaustPauses int64         `json:"exhaust_pauses"`
 	CronEdits     int64         `json:"cron_edits"`
 	WorkersRun    int           `json:"workers_started"`
-	Faults        kv.FaultStats `json:"faults"`
+	Faults        kv.FaultStats `json:"faults"` // injected into every database of the run
 	ClaimCommits  int64         `json:"commits"`
 	// NaturalConfl counts the conflicts the database itself reported: the
 	// counters sit under the fault injector, whose conflicts never reach
@@ -78,6 +78,17 @@ type Report struct {
 	UnpointRepaired int64 `json:"unpoint_repaired"`
 	RefusedStarts   int64 `json:"refused_starts"`
 	LimitChanges    int64 `json:"limit_changes"`
+	// The mover (moves.go): moves within the main database and between
+	// two (each direction counted), adoptions, deletions, operations
+	// interrupted and resumed, and the jobs moved, adopted and deleted.
+	MovesWithin  int64 `json:"moves_within,omitempty"`
+	MovesBetween int64 `json:"moves_between,omitempty"`
+	Adopts       int64 `json:"adopts,omitempty"`
+	Deletes      int64 `json:"deletes,omitempty"`
+	Interrupted  int64 `json:"tenant_ops_interrupted,omitempty"`
+	JobsMoved    int64 `json:"jobs_moved,omitempty"`
+	JobsAdopted  int64 `json:"jobs_adopted,omitempty"`
+	JobsDeleted  int64 `json:"jobs_deleted,omitempty"`
 	// LoadAvg is the machine's load average at the end (/proc/loadavg;
 	// "n/a" elsewhere): a loaded machine enqueues and so checks fewer jobs.
 	LoadAvg string  `json:"load_avg,omitempty"`
@@ -92,9 +103,15 @@ type harness struct {
 	space tuple.Subspace // the queue's
 	hist  tuple.Subspace // completion records
 	// tenantData holds the zones of the tenants that keep them in a
-	// subspace of their own (ownSpace), outside the queue's.
-	tenantData tuple.Subspace
+	// subspace of their own (ownSpace), outside the queue's; movedData
+	// those the mover placed (in whichever database).
+	tenantData, movedData tuple.Subspace
+	// extra are the away and side databases of the mover (nil without
+	// moves), routes where each tenant's zones are.
+	extra  [numDBs]*kv.FaultyDB
+	routes routes
 	zoneCounters
+	moveCounters
 	rec   recorder
 	chaos atomic.Bool
 	// handlers counts running handlers, each until its completing
@@ -188,16 +205,13 @@ func newHarness(db kv.Database, base tuple.Subspace, cfg Config) *harness {
 	sw := &sizeWatch{inner: cnt}
 	h := &harness{
 		cfg: cfg, cnt: cnt, tooLarge: sw,
-		db: kv.WithFaults(sw, kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
-			UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict,
-			TimedOutCommitted: cfg.TimedOutCommitted, TimedOutNotCommitted: cfg.TimedOutNotCommitted,
-			CancelledCommitted: cfg.CancelledCommitted, CancelledNotCommitted: cfg.CancelledNotCommitted}),
-		space: base.Sub("q"), hist: base.Sub("hist"), tenantData: base.Sub("tenants"),
+		space: base.Sub("q"), hist: base.Sub("hist"), tenantData: base.Sub("tenants"), movedData: base.Sub("moved"),
 		rng:       rand.New(rand.NewPCG(cfg.Seed, 7)),
 		edited:    map[string]bool{},
 		recreated: map[string]bool{},
 		killReq:   make(chan string, 64),
 	}
+	h.db = kv.WithFaults(sw, h.faults())
 	h.setLogger(slog.NewTextHandler(io.Discard, nil))
 	return h
 }
@@ -213,10 +227,37 @@ func (h *harness) histKey(id quick.ID, token uint64, nonce []byte) []byte {
 	return h.hist.Pack(tuple.Tuple{tuple.UUID(id), t[:], nonce})
 }
 
-// openQueue opens a queue handle on clk: every
+// openQueue opens a queue handle of database dbi on clk: every
 // worker has its own, since a quick.Queue takes its time from its options.
-func (h *harness) openQueue(ctx context.Context, clk clock.Clock) (*quick.Queue, error) {
-	return quick.Open(ctx, h.db, h.space, h.queueOptions(clk, false))
+func (h *harness) openQueue(ctx context.Context, dbi int, clk clock.Clock) (*quick.Queue, error) {
+	return quick.Open(ctx, h.dbAt(dbi), h.space, h.queueOptions(dbi, clk, false))
+}
+
+// openExtra opens the mover's away and side databases: memkv, with FDB's
+// latencies, under the main one's faults (each its own seed).
+func (h *harness) openExtra() (closeAll func()) {
+	var closers []func()
+	for dbi := awayDB; dbi < numDBs; dbi++ {
+		mem := memkv.Open(memkv.Options{Latency: memkv.FDBLatency(), Seed: int64(h.cfg.Seed) + int64(dbi)})
+		closers = append(closers, func() { mem.Close() })
+		f := h.faults()
+		f.Seed += uint64(dbi) * 1000
+		h.extra[dbi] = kv.WithFaults(mem, f)
+	}
+	return func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+}
+
+// faults are the commit faults of the run's databases.
+func (h *harness) faults() kv.Faults {
+	cfg := h.cfg
+	return kv.Faults{Seed: cfg.Seed, UnknownCommitted: cfg.UnknownCommitted,
+		UnknownNotCommitted: cfg.UnknownNotCommitted, Conflict: cfg.Conflict,
+		TimedOutCommitted: cfg.TimedOutCommitted, TimedOutNotCommitted: cfg.TimedOutNotCommitted,
+		CancelledCommitted: cfg.CancelledCommitted, CancelledNotCommitted: cfg.CancelledNotCommitted}
 }
 
 // Run runs one soak on memkv with FDB's latencies and returns the checker's
@@ -242,6 +283,9 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		h.setLogger(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	rep := Report{Config: cfg}
+	if cfg.MoveEvery > 0 {
+		defer h.openExtra()()
+	}
 	admin, err := h.admin(ctx, false)
 	if err != nil {
 		return rep, err
@@ -266,27 +310,43 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	)
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
-	start := func() error {
+	// startIn starts a worker of database dbi; those of the main one are
+	// the killer's to kill.
+	startIn := func(dbi int) error {
 		seq++
 		clk := &workerClock{offset: time.Duration((2*h.float() - 1) * float64(cfg.Skew))}
 		if seq == 1 {
 			clk.offset += cfg.FarSkew
 		}
 		id := fmt.Sprintf("w%03d", seq)
+		if dbi != mainDB {
+			id = fmt.Sprintf("a%03d", seq)
+		}
 		clk.onPause = func(from, to time.Time) { h.rec.freeze(Freeze{Worker: id, From: from, To: to}) }
-		w, err := h.startWorker(wctx, id, clk)
+		w, err := h.startWorker(wctx, dbi, id, clk)
 		if err != nil {
 			return err
 		}
-		workers = append(workers, w)
+		if dbi == mainDB {
+			workers = append(workers, w)
+		}
 		all = append(all, w)
 		return nil
 	}
+	start := func() error { return startIn(mainDB) }
 	mu.Lock()
 	for range cfg.Workers {
 		if err := start(); err != nil {
 			mu.Unlock()
 			return rep, err
+		}
+	}
+	if h.dbAt(awayDB) != nil {
+		for range cfg.awayWorkers() {
+			if err := startIn(awayDB); err != nil {
+				mu.Unlock()
+				return rep, err
+			}
 		}
 	}
 	mu.Unlock()
@@ -316,6 +376,7 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		{cfg.PrefetchRate > 0 && cfg.CancelEvery > 0, h.cancelPrefetched},
 		{cfg.UnpointEvery > 0, h.unpointLoop},
 		{cfg.Limits && cfg.LimitEvery > 0, h.limitLoop},
+		{cfg.MoveEvery > 0, h.moveLoop},
 	} {
 		if loop.on {
 			bg.Add(1)
@@ -381,7 +442,11 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 		w.Wait()
 	}
 	h.handlers.Wait()
-	h.db.SetEnabled(false)
+	for dbi := range numDBs {
+		if db := h.dbAt(dbi); db != nil {
+			db.SetEnabled(false)
+		}
+	}
 
 	hist, err := h.history(ctx, admin)
 	if err != nil {
@@ -396,13 +461,32 @@ func RunOn(ctx context.Context, db kv.Database, base tuple.Subspace, cfg Config,
 	rep.Batches, rep.BatchRepeats, rep.BatchGenerated = h.batches.Load(), h.batchRepeats.Load(), h.batchGenerated.Load()
 	rep.Unpointed, rep.UnpointRepaired = h.unpointed.Load(), h.unpointRepaired.Load()
 	rep.RefusedStarts, rep.LimitChanges = h.refused.Load(), h.limitChanges.Load()
+	rep.MovesWithin, rep.MovesBetween, rep.Adopts, rep.Deletes = h.movesWithin.Load(), h.movesBetween.Load(), h.adopts.Load(), h.deletes.Load()
+	rep.Interrupted, rep.JobsMoved, rep.JobsAdopted, rep.JobsDeleted = h.interrupted.Load(), h.moved.Load(), h.adopted.Load(), h.deleted.Load()
 	rep.Enqueues, rep.SlowEnqueues = h.enqueues.Load(), h.slowEnqueues.Load()
 	rep.LoadAvg = loadAvg()
 	rep.SlowestEnqueue = time.Duration(h.slowestEnqueue.Load()).Seconds()
-	rep.Faults = h.db.Stats()
+	for dbi := range numDBs {
+		if db := h.dbAt(dbi); db != nil {
+			rep.Faults = addFaults(rep.Faults, db.Stats())
+		}
+	}
 	st := cnt.Stats()
 	rep.ClaimCommits, rep.NaturalConfl = st.Commits, st.Conflicts
 	return rep, nil
+}
+
+// addFaults sums the faults injected into two databases.
+func addFaults(a, b kv.FaultStats) kv.FaultStats {
+	a.UnknownCommitted += b.UnknownCommitted
+	a.UnknownNotCommitted += b.UnknownNotCommitted
+	a.Conflicts += b.Conflicts
+	a.TimedOutCommitted += b.TimedOutCommitted
+	a.TimedOutNotCommitted += b.TimedOutNotCommitted
+	a.CancelledCommitted += b.CancelledCommitted
+	a.CancelledNotCommitted += b.CancelledNotCommitted
+	a.SlowCommits += b.SlowCommits
+	return a
 }
 
 func (h *harness) rngExp() float64 {
@@ -500,6 +584,19 @@ func (h *harness) enqueueOne(ctx context.Context, q *quick.Queue, rng *rand.Rand
 	if kind == KindHold {
 		tenant = "" // the prefetch type's one zone
 	}
+	dbi, ok := h.routes.enter(tenant)
+	for !ok { // held for an adoption's copy: another tenant
+		tenant = h.pickTenant(rng)
+		dbi, ok = h.routes.enter(tenant)
+	}
+	defer h.routes.leave(tenant)
+	if dbi != mainDB {
+		var err error
+		if q, err = h.adminIn(ctx, dbi, false); err != nil {
+			h.logger.Warn("soak: open a producer's queue", "err", err)
+			return
+		}
+	}
 	body, _ := json.Marshal(payload{Kind: kind, Producer: p, Seq: n, Pad: strings.Repeat("x", pad)})
 	id := q.NewID()
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -532,11 +629,17 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	}
 	for _, tt := range h.workTypes() {
 		hist.Pending = append(hist.Pending, queued[tt]...)
-		dead, err := pages.Dead(ctx, q, tt)
-		if err != nil {
-			return hist, err
+		for _, dbi := range h.workedDBs() {
+			dq, err := h.adminIn(ctx, dbi, false)
+			if err != nil {
+				return hist, err
+			}
+			dead, err := pages.Dead(ctx, dq, tt)
+			if err != nil {
+				return hist, err
+			}
+			hist.Dead = append(hist.Dead, dead...)
 		}
-		hist.Dead = append(hist.Dead, dead...)
 	}
 	for _, tt := range cronTypes {
 		dead, err := pages.Dead(ctx, q, tt)
@@ -565,21 +668,35 @@ func (h *harness) history(ctx context.Context, q *quick.Queue) (History, error) 
 	hist.Freezes = slices.Clone(h.rec.freezes)
 	hist.Kills = maps.Clone(h.rec.kills)
 	hist.Limits = slices.Clone(h.rec.limits)
+	hist.Moves, hist.Deletes, hist.Fences = slices.Clone(h.rec.moves), slices.Clone(h.rec.deletes), slices.Clone(h.rec.fences)
 	h.rec.mu.Unlock()
+	if hist.Left, err = h.leftOf(ctx, hist.Deletes, hist.Moves); err != nil {
+		return hist, err
+	}
 	hist.Skew = h.cfg.Skew
 	h.editMu.Lock()
 	hist.CronEdited, hist.CronRecreated = maps.Clone(h.edited), maps.Clone(h.recreated)
 	h.editMu.Unlock()
 	hist.TooLarge = h.tooLarge.n.Load()
+	// Each completion wrote its record in its own transaction, so in the
+	// database its job lived in then: every database is read.
 	b, e := h.hist.Range()
 	var kvs []kv.KeyValue
-	err = h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		var err error
-		kvs, err = tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
-		return err
-	})
-	if err != nil {
-		return hist, err
+	for dbi := range numDBs {
+		db := h.dbAt(dbi)
+		if db == nil {
+			continue
+		}
+		var got []kv.KeyValue
+		err = db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			got, err = tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{}).GetSliceWithError()
+			return err
+		})
+		if err != nil {
+			return hist, err
+		}
+		kvs = append(kvs, got...)
 	}
 	for _, p := range kvs {
 		t, err := h.hist.Unpack(p.Key)
@@ -645,6 +762,12 @@ func (r Report) WriteSummary(w io.Writer) {
 				quick.MaxItemSpaceLen, quick.MaxUniqueKeyLen)
 		}
 	}
+	if r.Config.MoveEvery > 0 {
+		fmt.Fprintf(w, "tenant moves:            %d within the database, %d between two, %d adoptions, %d deletions (%d calls interrupted or failed and resumed)\n",
+			r.MovesWithin, r.MovesBetween, r.Adopts, r.Deletes, r.Interrupted)
+		fmt.Fprintf(w, "moved jobs:              %d moved, %d adopted, %d deleted (%d jobs of deleted tenants checked); %d ran again because leased at a move's fence\n",
+			r.JobsMoved, r.JobsAdopted, r.JobsDeleted, v.DeletedJobs, v.FenceReruns)
+	}
 	if r.DrainStalled {
 		fmt.Fprintln(w, "drain:                   STALLED (jobs were still queued and nothing moved)")
 	}
@@ -673,6 +796,7 @@ func WriteTotals(w io.Writer, reps []Report) {
 	var jobs, lost, stale, chains, doubled, dupJobs, large, exhausted, cronDead, overlaps, edits, tooLarge, violations int
 	var kills, pauses, unkC, unkN, confl, inCommit int64
 	var lostStarts, cancelled, cancelledUnrun, refused, batches, repeats, generated, unpointed, repaired, limitRuns, lapsed int64
+	var moves, adopts, deletes, moved, reruns int64
 	limMax, limMaxAll := map[string]int{}, map[string]int{}
 	for _, r := range reps {
 		v := r.Verdict
@@ -686,6 +810,11 @@ func WriteTotals(w io.Writer, reps []Report) {
 		unpointed += r.Unpointed
 		repaired += r.UnpointRepaired
 		limitRuns += int64(v.LimitRuns)
+		moves += r.MovesWithin + r.MovesBetween
+		adopts += r.Adopts
+		deletes += r.Deletes
+		moved += r.JobsMoved + r.JobsAdopted
+		reruns += int64(v.FenceReruns)
 		lapsed += int64(v.LimitLapsed)
 		for k, n := range v.LimitMax {
 			limMax[k] = max(limMax[k], n)
@@ -731,6 +860,10 @@ func WriteTotals(w io.Writer, reps []Report) {
 	if limitRuns > 0 {
 		fmt.Fprintf(w, "totals: limits: %d runs of limited tenants, most at once %s (with the runs of frozen or killed holders: %s), %d runs cut as their holder froze or was killed\n",
 			limitRuns, limitFigures(limMax), limitFigures(limMaxAll), lapsed)
+	}
+	if moves+adopts+deletes > 0 {
+		fmt.Fprintf(w, "totals: %d tenant moves, %d adoptions, %d deletions, %d jobs moved or adopted, %d re-runs of jobs leased at a move's fence\n",
+			moves, adopts, deletes, moved, reruns)
 	}
 	fmt.Fprintf(w, "totals: %d lost jobs, %d stale-token writes, %d duplicated jobs, %d doubled starts for a lease known lost, %d broken and %d doubled cron chains, %d oversized transactions, %d overlaps; %d violations in all\n",
 		lost, stale, dupJobs, lostStarts, chains, doubled, tooLarge, overlaps, violations)

@@ -27,8 +27,9 @@ func TestShortSoak(t *testing.T) {
 // per-job one, lanes resized while workers run, lane leases lapsing with
 // the workers killed without release, one producer on automatic
 // idempotency, jobs checkpointed, delayed, slower than a lane lease, and
-// dead-lettered then requeued; 0 lost, 0 duplicated, 0 stale-token
-// writes.
+// dead-lettered then requeued, tenants moved within the database, to a
+// second one and back, adopted after a byte copy, and deleted; 0 lost, 0
+// duplicated, 0 stale-token writes.
 func TestShortSoakZones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("25 s soak")
@@ -53,6 +54,13 @@ func checkZonesSoak(t *testing.T, rep Report) {
 		"jobs slower than a lane lease": int64(v.Slow),
 		"runs of limited tenants":       int64(v.LimitRuns),
 		"limit changes":                 rep.LimitChanges,
+		"moves within the database":     rep.MovesWithin,
+		"moves between two databases":   rep.MovesBetween,
+		"adoptions":                     rep.Adopts,
+		"deletions":                     rep.Deletes,
+		"jobs moved":                    rep.JobsMoved,
+		"jobs of deleted tenants":       int64(v.DeletedJobs),
+		"jobs deleted unfinished":       rep.JobsDeleted,
 	} {
 		if n == 0 {
 			t.Errorf("the zones soak did not exercise what it should: no %s", what)

@@ -11,15 +11,16 @@ import (
 )
 
 // soakWorker is one worker process: a worker.Worker on its own queue handle
-// and clock, running the work and cron handlers.
+// (of the main database, or of the mover's away one) and clock, running
+// the work and cron handlers.
 type soakWorker struct {
 	id   string
 	w    *worker.Worker
 	done chan struct{}
 }
 
-func (h *harness) startWorker(ctx context.Context, id string, clk *workerClock) (*soakWorker, error) {
-	q, err := h.openQueue(ctx, clk)
+func (h *harness) startWorker(ctx context.Context, dbi int, id string, clk *workerClock) (*soakWorker, error) {
+	q, err := h.openQueue(ctx, dbi, clk)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
@@ -107,22 +108,25 @@ func (h *harness) ownSpace(tenant string) bool {
 	return i%h.cfg.OwnSpaceEvery == 1
 }
 
-// zoneSpace is Options.ZoneSpace: a tenant's own subspace beside the
-// queue's (as its data would be), or the queue's default S (2, "z", tenant).
-func (h *harness) zoneSpace(tenant string) tuple.Subspace {
+// homeSpace is where a tenant's zones start in the main database: a
+// tenant's own subspace beside the queue's (as its data would be), or the
+// queue's default S (2, "z", tenant). The mover (moves.go) places them
+// elsewhere later: Options.ZoneSpace is placeIn.
+func (h *harness) homeSpace(tenant string) tuple.Subspace {
 	if h.ownSpace(tenant) {
 		return h.tenantData.Sub(tenant)
 	}
 	return h.space.Sub(int64(2), "z", tenant)
 }
 
-// queueOptions are the options of every queue handle of the run.
-func (h *harness) queueOptions(clk clock.Clock, autoIdem bool) quick.Options {
+// queueOptions are the options of every queue handle of database dbi:
+// a tenant's zones are where the mover last placed them in it.
+func (h *harness) queueOptions(dbi int, clk clock.Clock, autoIdem bool) quick.Options {
 	return quick.Options{
 		Clock:                clk,
 		Backoff:              func(int) time.Duration { return h.cfg.backoff() },
 		Logger:               h.logger,
-		ZoneSpace:            h.zoneSpace,
+		ZoneSpace:            func(t string) tuple.Subspace { return h.placeIn(dbi, t) },
 		LaneLeaseTime:        h.cfg.LaneLease,
 		AutomaticIdempotency: autoIdem,
 		// Every other type keeps its lookup index (the default): cron
@@ -132,26 +136,36 @@ func (h *harness) queueOptions(clk clock.Clock, autoIdem bool) quick.Options {
 }
 
 // admins holds the producers' and the harness's queue handles, one per
-// automatic idempotency setting, all on real time.
+// database and automatic idempotency setting, all on real time.
 type admins struct {
 	mu sync.Mutex
-	qs map[bool]*quick.Queue
+	qs map[adminKey]*quick.Queue
 }
 
-// admin returns a queue handle on real time.
+type adminKey struct {
+	dbi      int
+	autoIdem bool
+}
+
+// admin returns a queue handle of the main database on real time.
 func (h *harness) admin(ctx context.Context, autoIdem bool) (*quick.Queue, error) {
-	k := autoIdem
+	return h.adminIn(ctx, mainDB, autoIdem)
+}
+
+// adminIn returns a queue handle of database dbi on real time.
+func (h *harness) adminIn(ctx context.Context, dbi int, autoIdem bool) (*quick.Queue, error) {
+	k := adminKey{dbi, autoIdem}
 	h.adm.mu.Lock()
 	defer h.adm.mu.Unlock()
 	if q := h.adm.qs[k]; q != nil {
 		return q, nil
 	}
-	q, err := quick.Open(ctx, h.db, h.space, h.queueOptions(clock.Real(), autoIdem))
+	q, err := quick.Open(ctx, h.dbAt(dbi), h.space, h.queueOptions(dbi, clock.Real(), autoIdem))
 	if err != nil {
 		return nil, err
 	}
 	if h.adm.qs == nil {
-		h.adm.qs = map[bool]*quick.Queue{}
+		h.adm.qs = map[adminKey]*quick.Queue{}
 	}
 	h.adm.qs[k] = q
 	return q, nil
@@ -200,6 +214,9 @@ func (h *harness) resize(ctx context.Context) {
 		if h.isUnpointable(tenant) {
 			continue // its stripped lanes must stay lanes new jobs land in
 		}
+		if h.routes.isBusy(tenant) {
+			continue // a move's fence holds the lanes the source had: no lanes added under it
+		}
 		tt := h.limitTypes()[rng.IntN(len(h.limitTypes()))]
 		n := 1 + rng.IntN(h.cfg.MaxLanes)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -222,10 +239,21 @@ func (h *harness) requeuePass(ctx context.Context) bool {
 	if h.cfg.RequeueShare <= 0 {
 		return false
 	}
-	q, err := h.admin(ctx, false)
-	if err != nil {
-		return false
+	found := false
+	for _, dbi := range h.workedDBs() {
+		q, err := h.adminIn(ctx, dbi, false)
+		if err != nil {
+			continue
+		}
+		found = h.requeueIn(ctx, q) || found
 	}
+	return found
+}
+
+// requeueIn requeues the jobs built to be dead-lettered from q's dead
+// letters (those of a tenant moved away since are requeued where they
+// died, into the tenant's last zone there: a new zone, run there).
+func (h *harness) requeueIn(ctx context.Context, q *quick.Queue) bool {
 	found := false
 	for _, tt := range h.workTypes() {
 		dead, err := pages.Dead(ctx, q, tt)
@@ -290,25 +318,46 @@ func (h *harness) requeueLoop(ctx context.Context) {
 }
 
 // queued is one raw scan of every queued job (scheduled, ready or leased)
-// of the given task types: every tenant's zone job keys. It reads the keys rather than List, so
-// that it sees a job stored twice as two, and sees every zone whatever
-// the inspection API covers. fp hashes the keys and values, which change
-// with every move, claim, attempt and finish.
+// of the given task types: every zone job key of every tenant, in every
+// place the mover ever put it, in every database. It reads the keys rather
+// than List, so that it sees a job stored twice as two, and sees every zone
+// whatever the inspection API covers. fp hashes the keys and values, which
+// change with every move, claim, attempt and finish.
 func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]quick.ID, fp uint64, err error) {
-	var ranges []kv.KeyRange
-	var owner []string
-	for _, tt := range types {
-		for _, t := range h.tenants() {
-			b, e := h.zoneSpace(t).Sub(tt, int64(0)).Range()
-			ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
-			owner = append(owner, tt)
-		}
-	}
 	ids = map[string][]quick.ID{}
 	hash := fnv.New64a()
-	err = h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		clear(ids)
-		hash.Reset()
+	for dbi := range numDBs {
+		if h.dbAt(dbi) == nil {
+			continue
+		}
+		var ranges []kv.KeyRange
+		var owner []string
+		for _, tt := range types {
+			for _, t := range h.tenants() {
+				for _, place := range h.routes.placesIn(h, dbi, t) {
+					b, e := place.Sub(tt, int64(0)).Range()
+					ranges = append(ranges, kv.KeyRange{Begin: b, End: e})
+					owner = append(owner, tt)
+				}
+			}
+		}
+		if err := h.queuedIn(ctx, h.dbAt(dbi), ranges, owner, ids, hash); err != nil {
+			return nil, 0, err
+		}
+	}
+	return ids, hash.Sum64(), nil
+}
+
+// queuedIn adds the job keys in ranges of db to ids and hash.
+func (h *harness) queuedIn(ctx context.Context, db kv.Database, ranges []kv.KeyRange, owner []string, ids map[string][]quick.ID, hash hash.Hash64) error {
+	type found struct {
+		tt string
+		id quick.ID
+		kv kv.KeyValue
+	}
+	var got []found
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		got = got[:0]
 		futs := make([]kv.RangeResult, len(ranges))
 		for i, r := range ranges {
 			futs[i] = tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: 1000})
@@ -328,9 +377,7 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 					if !ok {
 						return fmt.Errorf("soak: queued key %x does not end in an ID", p.Key)
 					}
-					ids[owner[i]] = append(ids[owner[i]], quick.ID(id))
-					hash.Write(p.Key)
-					hash.Write(p.Value)
+					got = append(got, found{owner[i], quick.ID(id), p})
 				}
 				if len(kvs) < 1000 {
 					break
@@ -341,17 +388,40 @@ func (h *harness) queued(ctx context.Context, types []string) (ids map[string][]
 		}
 		return nil
 	})
-	return ids, hash.Sum64(), err
+	if err != nil {
+		return err
+	}
+	for _, f := range got {
+		ids[f.tt] = append(ids[f.tt], f.id)
+		hash.Write(f.kv.Key)
+		hash.Write(f.kv.Value)
+	}
+	return nil
 }
 
 // indexLeft lists the jobs whose lookup index entries S (2, "i", id) are
 // left at the end (every type but the short one keeps its index): every job is finished then (but the cron chains' pending
 // occurrences), and each finish must have cleared its entry.
+// Every database of the run is read: a moved job's entry goes with it.
 func (h *harness) indexLeft(ctx context.Context) ([]quick.ID, error) {
+	var all []quick.ID
+	for dbi := range numDBs {
+		if db := h.dbAt(dbi); db != nil {
+			ids, err := h.indexLeftIn(ctx, db)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, ids...)
+		}
+	}
+	return all, nil
+}
+
+func (h *harness) indexLeftIn(ctx context.Context, db kv.Database) ([]quick.ID, error) {
 	idx := h.space.Sub(int64(2), "i")
 	b, e := idx.Range()
 	var out []quick.ID
-	err := h.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		out = out[:0]
 		kvs, err := tr.Snapshot().GetRange(kv.KeyRange{Begin: b, End: e}, kv.RangeOptions{Limit: 10_000}).GetSliceWithError()
 		for _, p := range kvs {
