@@ -157,6 +157,11 @@ type laneState struct {
 	// purpose, at when the lane's tenant may start a job again under its
 	// limits (limitgate.go): an enqueue does not pull it earlier.
 	Parked bool
+	// HeldMs, on the state a tenant operation's fence wrote, is the
+	// deadline of the short-job lane lease the fence displaced: its
+	// holder may run the lane's jobs until then without per-job leases,
+	// so a move's copy vests them no earlier (move_copy.go).
+	HeldMs int64
 }
 
 func (s *laneState) leased() bool { return s.Token != 0 }
@@ -177,6 +182,9 @@ func (s *laneState) marshal() []byte {
 	}
 	if s.Parked {
 		b = wire.AppendVarint(b, 6, 1)
+	}
+	if s.HeldMs != 0 {
+		b = wire.AppendVarint(b, 7, uint64(s.HeldMs))
 	}
 	return b
 }
@@ -200,6 +208,8 @@ func (s *laneState) unmarshal(b []byte) error {
 			s.Vested = x != 0
 		case 6:
 			s.Parked = x != 0
+		case 7:
+			s.HeldMs = int64(x)
 		}
 		return nil
 	})

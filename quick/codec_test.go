@@ -20,6 +20,15 @@ func TestCodecRoundTrip(t *testing.T) {
 	if err := ix2.unmarshal(ix.marshal()); err != nil || !reflect.DeepEqual(ix2, ix) {
 		t.Fatalf("indexValue round trip: %+v, %v", ix2, err)
 	}
+	for _, ls := range []laneState{
+		{PtrMs: 1_900_000_000_000, Token: 7, Holder: fenceHolder, HeldMs: 1_900_000_005_000},
+		{PtrMs: 5, Short: true, Vested: true, Parked: true},
+	} {
+		var ls2 laneState
+		if err := ls2.unmarshal(ls.marshal()); err != nil || ls2 != ls {
+			t.Fatalf("laneState round trip: %+v != %+v, %v", ls2, ls, err)
+		}
+	}
 	r := sampleRecord()
 	r.LastError, r.State, r.DeadAtMs, r.Attempts = "boom", stateDead, 5, 25
 	var r2 record

@@ -45,14 +45,28 @@ type movedJob struct {
 	jk         zjobKey
 	v          zjobValue
 	blob, ckpt []byte
+	// vestMs is when the copy vests: the key's time, or the deadline of the
+	// short-job lane lease the fence displaced when that is later (the
+	// job may be handed out under it: laneState.HeldMs).
+	vestMs int64
 }
 
-func (j *movedJob) suffix(z zone) []byte { return j.key[len(z.space.Bytes()):] }
+// dstKey is the job's key under dst: the source key's suffix, or the same
+// key at a later vesting time when the job waits out a displaced short-job
+// lane lease.
+func (j *movedJob) dstKey(dst, src zone) []byte {
+	if j.ok && j.vestMs > j.jk.VestMs {
+		return dst.jobKey(j.jk.Priority, j.jk.Lane, j.vestMs, j.jk.ID)
+	}
+	return append(bytes.Clone(dst.space.Bytes()), j.key[len(src.space.Bytes()):]...)
+}
 
 // readMoveBatch reads and revokes the first jobs of src (step 1).
 //
 // Keys: a range read of Z (0) of at most limit keys (serializable); Z (3,
-// id) and Z (4, id) of jobs with blobs; a set of each leased job key.
+// id) and Z (4, id) of jobs with blobs; the lane state Z (1, prio, lane)
+// of each lane the batch touches (snapshot: the fence wrote it and holds
+// it); a set of each leased job key.
 func (q *Queue) readMoveBatch(ctx context.Context, src zone, limit int) ([]movedJob, error) {
 	var out []movedJob
 	err := q.transact(ctx, func(tr kv.Transaction, _ bool) error {
@@ -89,6 +103,37 @@ func (q *Queue) readMoveBatch(ctx context.Context, src zone, limit int) ([]moved
 			out = append(out, j)
 			fs = append(fs, f)
 		}
+		// A lane whose fence displaced a short-job lease (HeldMs) may have
+		// its jobs handed out until that lease's deadline: their copies
+		// vest then, as a per-job lease's copy vests at its deadline.
+		states := map[[2]int]kv.Future[[]byte]{}
+		for _, j := range out {
+			if !j.ok {
+				continue
+			}
+			k := [2]int{int(j.jk.Priority), j.jk.Lane}
+			if states[k] == nil {
+				states[k] = tr.Snapshot().Get(laneRef{z: src, prio: j.jk.Priority, lane: j.jk.Lane}.stateKey())
+			}
+		}
+		held := make(map[[2]int]int64, len(states))
+		for k, f := range states {
+			v, err := f.Get()
+			if err != nil {
+				return err
+			}
+			var st laneState
+			if v != nil && st.unmarshal(v) == nil {
+				held[k] = st.HeldMs
+			}
+		}
+		for i := range out {
+			j := &out[i]
+			j.vestMs = j.jk.VestMs
+			if h := held[[2]int{int(j.jk.Priority), j.jk.Lane}]; j.ok && h > j.vestMs {
+				j.vestMs = h
+			}
+		}
 		for i, f := range fs {
 			if f.b != nil {
 				if out[i].blob, err = f.b.Get(); err != nil {
@@ -120,7 +165,7 @@ func (to *Queue) writeMoveBatch(ctx context.Context, dst zone, jobs []movedJob, 
 			}
 		}
 		for i, j := range jobs {
-			tr.Set(append(bytes.Clone(dst.space.Bytes()), j.suffix(src)...), j.value)
+			tr.Set(j.dstKey(dst, src), j.value)
 			if !j.ok {
 				continue
 			}
@@ -131,7 +176,7 @@ func (to *Queue) writeMoveBatch(ctx context.Context, dst zone, jobs []movedJob, 
 			if j.ckpt != nil {
 				tr.Set(dst.ckptKey(id), j.ckpt)
 			}
-			to.indexSet(tr, laneRef{z: dst, prio: j.jk.Priority, lane: j.jk.Lane}, j.jk.VestMs, id, j.v.Flags)
+			to.indexSet(tr, laneRef{z: dst, prio: j.jk.Priority, lane: j.jk.Lane}, j.vestMs, id, j.v.Flags)
 			if uniq[i] != nil {
 				held, err := uniq[i].Get()
 				if err != nil {
@@ -240,7 +285,7 @@ func (to *Queue) dropStaleCopies(ctx context.Context, dst, src zone, stale []mov
 	}
 	return to.transact(ctx, func(tr kv.Transaction, _ bool) error {
 		for _, j := range stale {
-			tr.Clear(append(bytes.Clone(dst.space.Bytes()), j.suffix(src)...))
+			tr.Clear(j.dstKey(dst, src))
 			if !j.ok {
 				continue
 			}

@@ -111,7 +111,7 @@ func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n in
 		if err != nil {
 			return err
 		}
-		old := int64(-1)
+		old, held := int64(-1), int64(0)
 		if v != nil {
 			var s laneState
 			if s.unmarshal(v) == nil {
@@ -119,6 +119,14 @@ func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n in
 					continue
 				}
 				old = s.PtrMs
+				switch {
+				case s.Token == tok:
+					held = s.HeldMs // a renewal keeps what the first fence saw
+				case s.leased() && s.Short && !mutant.On("quick.move-short-held"):
+					// A short-job holder runs the lane's handed-out jobs
+					// under this lease alone, whatever their keys say.
+					held = s.PtrMs
+				}
 			}
 		} else if l.lane >= n {
 			continue
@@ -126,7 +134,7 @@ func (q *Queue) fenceLanes(tr kv.Transaction, z zone, p Priority, from, to, n in
 		if fenceBroken(breakName) {
 			continue // the break: the zone stays claimable during the operation
 		}
-		q.movePointerTo(tr, l, old, laneState{PtrMs: untilMs, Token: tok, Holder: fenceHolder})
+		q.movePointerTo(tr, l, old, laneState{PtrMs: untilMs, Token: tok, Holder: fenceHolder, HeldMs: held})
 	}
 	return nil
 }
