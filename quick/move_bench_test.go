@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
 	"github.com/quickfdb/quickfdb/tuple"
@@ -33,7 +34,10 @@ func BenchmarkMoveTenant(b *testing.B) {
 		}
 	}
 	for range b.N {
-		r := runMoveUnderLoad(b, n, 16)
+		a, bdb := memkv.Open(memkv.Options{}), memkv.Open(memkv.Options{})
+		r := runMoveUnderLoad(b, a, bdb, tuple.FromTuple(tuple.Tuple{"bench"}), tuple.FromTuple(tuple.Tuple{"bench"}), n, 16)
+		a.Close()
+		bdb.Close()
 		b.ReportMetric(float64(r.lost), "lost")
 		b.ReportMetric(float64(r.completed), "completed")
 		b.ReportMetric(float64(r.twice), "run-twice")
@@ -49,17 +53,15 @@ type moveLoad struct {
 	move, drain            time.Duration
 }
 
-func runMoveUnderLoad(b *testing.B, n, workers int) moveLoad {
+// runMoveUnderLoad runs the move of BenchmarkMoveTenant from the queue in
+// a (under sa) to the queue in bdb (under sb).
+func runMoveUnderLoad(b *testing.B, a, bdb kv.Database, sa, sb tuple.Subspace, n, workers int) moveLoad {
 	ctx := context.Background()
-	a, bdb := memkv.Open(memkv.Options{}), memkv.Open(memkv.Options{})
-	defer a.Close()
-	defer bdb.Close()
-	space := tuple.FromTuple(tuple.Tuple{"bench"})
-	src, err := quick.Open(ctx, a, space, quick.Options{})
+	src, err := quick.Open(ctx, a, sa, quick.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	dst, err := quick.Open(ctx, bdb, space, quick.Options{})
+	dst, err := quick.Open(ctx, bdb, sb, quick.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
