@@ -3,8 +3,6 @@
 package quick_test
 
 import (
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/quickfdb/quickfdb/fdbtest"
@@ -18,22 +16,10 @@ import (
 //
 //	go test -tags fdb -run '^$' -bench BenchmarkMoveTenantFDB -benchtime 1x -timeout 30m ./quick/
 func BenchmarkMoveTenantFDB(b *testing.B) {
-	n := 100_000
-	if s := os.Getenv("QUICK_MOVE_JOBS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := moveJobs(b)
 	a, sa := fdbtest.Open(b)
 	bdb, sb := fdbtest.OpenSecond(b)
 	for range b.N {
-		r := runMoveUnderLoad(b, a, bdb, sa.Sub("q"), sb.Sub("q"), n, 16)
-		b.ReportMetric(float64(r.lost), "lost")
-		b.ReportMetric(float64(r.completed), "completed")
-		b.ReportMetric(float64(r.twice), "run-twice")
-		b.ReportMetric(r.move.Seconds(), "move-s")
-		b.ReportMetric(r.drain.Seconds(), "all-done-s")
-		b.ReportMetric(float64(r.errs), "worker-retries")
+		runMoveUnderLoad(b, a, bdb, sa.Sub("q"), sb.Sub("q"), n, 16).report(b)
 	}
 }

@@ -26,25 +26,36 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkMoveTenant -benchtime 1x ./quick/
 func BenchmarkMoveTenant(b *testing.B) {
-	n := 100_000
-	if s := os.Getenv("QUICK_MOVE_JOBS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := moveJobs(b)
 	for range b.N {
 		a, bdb := memkv.Open(memkv.Options{}), memkv.Open(memkv.Options{})
 		r := runMoveUnderLoad(b, a, bdb, tuple.FromTuple(tuple.Tuple{"bench"}), tuple.FromTuple(tuple.Tuple{"bench"}), n, 16)
 		a.Close()
 		bdb.Close()
-		b.ReportMetric(float64(r.lost), "lost")
-		b.ReportMetric(float64(r.completed), "completed")
-		b.ReportMetric(float64(r.twice), "run-twice")
-		b.ReportMetric(r.move.Seconds(), "move-s")
-		b.ReportMetric(r.drain.Seconds(), "all-done-s")
-		b.ReportMetric(float64(r.errs), "worker-retries")
+		r.report(b)
 	}
+}
+
+// moveJobs is the tenant's job count: QUICK_MOVE_JOBS, default 100,000.
+func moveJobs(b *testing.B) int {
+	s := os.Getenv("QUICK_MOVE_JOBS")
+	if s == "" {
+		return 100_000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("QUICK_MOVE_JOBS: %v", err)
+	}
+	return n
+}
+
+func (r moveLoad) report(b *testing.B) {
+	b.ReportMetric(float64(r.lost), "lost")
+	b.ReportMetric(float64(r.completed), "completed")
+	b.ReportMetric(float64(r.twice), "run-twice")
+	b.ReportMetric(r.move.Seconds(), "move-s")
+	b.ReportMetric(r.drain.Seconds(), "all-done-s")
+	b.ReportMetric(float64(r.errs), "worker-retries")
 }
 
 type moveLoad struct {

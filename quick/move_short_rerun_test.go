@@ -1,15 +1,8 @@
 package quick
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/quickfdb/quickfdb/clock"
-	"github.com/quickfdb/quickfdb/fdbtest"
-	"github.com/quickfdb/quickfdb/kv"
-	"github.com/quickfdb/quickfdb/kv/memkv"
-	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // A short-job hand-out leased when a move fences its lane must not run at
@@ -20,32 +13,14 @@ import (
 // (HeldMs) and the copy vests the lane's jobs no earlier
 // (quick.move-short-held breaks it).
 func TestMoveShortHandOutWaitsForItsOldLaneLease(t *testing.T) {
-	clk := clock.NewFake(zepoch)
-	a, sa := fdbtest.OpenMem(t, memkv.Options{})
-	b, sb := fdbtest.OpenMem(t, memkv.Options{})
-	open := func(db kv.Database, space tuple.Subspace) *Queue {
-		q, err := Open(context.Background(), db, space, Options{Clock: clk, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
-	src, dst := open(a, sa), open(b, sb)
-	r := newMoveRun(t, clk)
-	ids := enqueueN(t, src, "acme", 30, false)
-	clk.Advance(time.Second)
-	held := r.claim(src, 5)
-	if len(held) == 0 || !held[0].Short() {
-		t.Fatalf("claimed %+v; want short-job leases", held)
-	}
+	src, dst, r, ids, held := shortMoveSetup(t)
 	if _, err := src.MoveTenant(r.ctx, "acme", dst, MoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(time.Second) // well within the old lane lease
+	r.clk.Advance(time.Second) // well within the old lane lease
 	heldAt := map[ID]bool{}
 	for _, l := range held {
-		heldAt[l.ID] = true
-		r.fenced[l.ID] = true // handed out at the source: runs once more at the destination
+		heldAt[l.ID] = true // handed out at the source: runs once more at the destination
 	}
 	for range 10 {
 		for _, l := range r.claim(dst, 50) {

@@ -806,27 +806,7 @@ func TestMoveTenantWithConcurrentWorkers(t *testing.T) {
 // handed out. The fence takes the lane, so the holder's acks fail, and the
 // jobs run once more at the destination; nothing is lost.
 func TestMoveTenantFencesShortJobLanes(t *testing.T) {
-	clk := clock.NewFake(zepoch)
-	a, sa := fdbtest.OpenMem(t, memkv.Options{})
-	b, sb := fdbtest.OpenMem(t, memkv.Options{})
-	open := func(db kv.Database, space tuple.Subspace) *Queue {
-		q, err := Open(context.Background(), db, space, Options{Clock: clk, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
-	src, dst := open(a, sa), open(b, sb)
-	r := newMoveRun(t, clk)
-	ids := enqueueN(t, src, "acme", 30, false)
-	clk.Advance(time.Second)
-	held := r.claim(src, 5)
-	if len(held) == 0 || !held[0].Short() {
-		t.Fatalf("claimed %+v; want short-job leases", held)
-	}
-	for _, l := range held {
-		r.fenced[l.ID] = true
-	}
+	src, dst, r, ids, held := shortMoveSetup(t)
 	stop := func(_, name string) error {
 		if name == stepFence {
 			return errStop
@@ -844,7 +824,7 @@ func TestMoveTenantFencesShortJobLanes(t *testing.T) {
 	if _, err := src.MoveTenant(r.ctx, "acme", dst, MoveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(time.Minute)
+	r.clk.Advance(time.Minute)
 	r.drain(dst)
 	if twice := r.check(ids); twice != len(held) {
 		t.Errorf("%d of the %d jobs held at the fence ran twice, want all", twice, len(held))
@@ -951,4 +931,32 @@ func TestMoveTenantBetweenTwoHandlesOfOneQueue(t *testing.T) {
 	clk.Advance(time.Second)
 	r.drain(dst.q)
 	r.check(ids)
+}
+
+// shortMoveSetup opens two memkv queues in short-job mode on one fake
+// clock, enqueues 30 jobs of tenant acme at the first and claims up to 5
+// as short-job hand-outs, marked as leased at the fence.
+func shortMoveSetup(t *testing.T) (src, dst *Queue, r *moveRun, ids []ID, held []Lease) {
+	clk := clock.NewFake(zepoch)
+	a, sa := fdbtest.OpenMem(t, memkv.Options{})
+	b, sb := fdbtest.OpenMem(t, memkv.Options{})
+	open := func(db kv.Database, space tuple.Subspace) *Queue {
+		q, err := Open(context.Background(), db, space, Options{Clock: clk, TaskTypes: map[string]TaskTypeOptions{"email": {ShortJobs: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	src, dst = open(a, sa), open(b, sb)
+	r = newMoveRun(t, clk)
+	ids = enqueueN(t, src, "acme", 30, false)
+	clk.Advance(time.Second)
+	held = r.claim(src, 5)
+	if len(held) == 0 || !held[0].Short() {
+		t.Fatalf("claimed %+v; want short-job leases", held)
+	}
+	for _, l := range held {
+		r.fenced[l.ID] = true
+	}
+	return src, dst, r, ids, held
 }

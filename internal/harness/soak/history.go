@@ -226,29 +226,13 @@ type recorder struct {
 	started    map[quick.ID]bool // jobs whose handler started at least once
 }
 
-func (r *recorder) lostStart(s string) {
-	r.mu.Lock()
-	r.lostStarts = append(r.lostStarts, s)
-	r.mu.Unlock()
-}
+func (r *recorder) lostStart(s string) { appendLocked(&r.mu, &r.lostStarts, s) }
 
-func (r *recorder) generatedJob(j JobRec) {
-	r.mu.Lock()
-	r.generated = append(r.generated, j)
-	r.mu.Unlock()
-}
+func (r *recorder) generatedJob(j JobRec) { appendLocked(&r.mu, &r.generated, j) }
 
-func (r *recorder) cancel(c CancelRec) {
-	r.mu.Lock()
-	r.cancels = append(r.cancels, c)
-	r.mu.Unlock()
-}
+func (r *recorder) cancel(c CancelRec) { appendLocked(&r.mu, &r.cancels, c) }
 
-func (r *recorder) freeze(f Freeze) {
-	r.mu.Lock()
-	r.freezes = append(r.freezes, f)
-	r.mu.Unlock()
-}
+func (r *recorder) freeze(f Freeze) { appendLocked(&r.mu, &r.freezes, f) }
 
 func (r *recorder) kill(worker string, at time.Time) {
 	r.mu.Lock()
@@ -259,29 +243,13 @@ func (r *recorder) kill(worker string, at time.Time) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) limit(l LimitChange) {
-	r.mu.Lock()
-	r.limits = append(r.limits, l)
-	r.mu.Unlock()
-}
+func (r *recorder) limit(l LimitChange) { appendLocked(&r.mu, &r.limits, l) }
 
-func (r *recorder) move(m MoveRec) {
-	r.mu.Lock()
-	r.moves = append(r.moves, m)
-	r.mu.Unlock()
-}
+func (r *recorder) move(m MoveRec) { appendLocked(&r.mu, &r.moves, m) }
 
-func (r *recorder) fence(f FenceRec) {
-	r.mu.Lock()
-	r.fences = append(r.fences, f)
-	r.mu.Unlock()
-}
+func (r *recorder) fence(f FenceRec) { appendLocked(&r.mu, &r.fences, f) }
 
-func (r *recorder) deleteTenant(d DeleteRec) {
-	r.mu.Lock()
-	r.deletes = append(r.deletes, d)
-	r.mu.Unlock()
-}
+func (r *recorder) deleteTenant(d DeleteRec) { appendLocked(&r.mu, &r.deletes, d) }
 
 func (r *recorder) job(j JobRec) {
 	r.mu.Lock()
@@ -293,11 +261,7 @@ func (r *recorder) job(j JobRec) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) problem(s string) {
-	r.mu.Lock()
-	r.problems = append(r.problems, s)
-	r.mu.Unlock()
-}
+func (r *recorder) problem(s string) { appendLocked(&r.mu, &r.problems, s) }
 
 func (r *recorder) claim(c ClaimRec) {
 	r.mu.Lock()
@@ -309,8 +273,12 @@ func (r *recorder) claim(c ClaimRec) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) run(x RunRec) {
-	r.mu.Lock()
-	r.runs = append(r.runs, x)
-	r.mu.Unlock()
+func (r *recorder) run(x RunRec) { appendLocked(&r.mu, &r.runs, x) }
+
+// appendLocked appends v to *s under mu: the recorder's actors run in
+// goroutines of their own.
+func appendLocked[T any](mu *sync.Mutex, s *[]T, v T) {
+	mu.Lock()
+	*s = append(*s, v)
+	mu.Unlock()
 }
