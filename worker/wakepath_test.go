@@ -79,9 +79,16 @@ func TestWokenWorkerClaimsFirst(t *testing.T) {
 				park := &r.zparks[0]
 				// The handler counts before it returns and frees its slot:
 				// settled means asleep on a timer again, not waiting for a
-				// slot.
-				e.waitFor(fmt.Sprintf("round %d's jobs to run and the worker to sleep", round), func() bool {
-					return done.Load() == want && w.quiet() && park.until.Load() != noTimer
+				// slot. The in-process wake-up can start the job before the
+				// enqueue's watch notification reaches the waker, which
+				// then wakes the sleeping loop once more to re-arm: settled
+				// also means that wake-up is done (none pending, a watch
+				// armed), else the check below would look at the loop
+				// between the notification and its re-arm.
+				e.waitFor(fmt.Sprintf("round %d's jobs to run and the worker to sleep with its watch armed", round), func() bool {
+					until := park.until.Load()
+					return done.Load() == want && w.quiet() && until != noTimer &&
+						len(r.waker.fired) == 0 && r.waker.covers(time.Unix(0, until))
 				})
 				txs := tdb.take()
 				var first *traceTx
