@@ -384,14 +384,13 @@ func (q *Queue) claimZoneTx(tr kv.Transaction, opts ClaimOptions, now time.Time)
 			// A lane a scan saw (scan.go): no index read.
 			p, found, read, err = q.acquireCandidate(tr, opts, short, now, pre)
 		} else {
-			var more *[]pointerEntry
-			var seen []pointerEntry
+			var sc *scanState
 			if opts.Scan > 0 {
-				more = &seen
+				sc = newScanState(opts.Skip)
 			}
-			p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, scanPeek(opts), opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, vl.get, more)
+			p, found, nextMs, read, err = q.acquireWith(tr, opts.TaskType, opts.Holder, scanPeek(opts), opts.PeekHead, q.opts.LaneLeaseTime, short, now, pre, vl.get, sc)
 			if found && opts.Scan > 0 {
-				res.Candidates = q.candidatesOf(opts.TaskType, seen, p.lane, opts.Scan)
+				res.Candidates = q.candidatesOf(opts.TaskType, sc.seen, p.lane, opts.Scan)
 			}
 		}
 		vl.get() // issued before the index's read: it is in by now

@@ -106,6 +106,11 @@ type ClaimOptions struct {
 	// other claim goroutines, which claim them with From instead of each
 	// reading the index (scan.go).
 	Scan int
+	// Skip, with Scan, names lanes the scan must neither take nor return
+	// as candidates: those the consumer has handed to its other claim
+	// goroutines (candidates of earlier scans) and not yet claimed, which
+	// the scan would otherwise race them for. At most maxSkip are used.
+	Skip []LaneCandidate
 	// From claims the lane a scan saw (Claimed.Candidates) instead of
 	// taking one from the pointer index. When the lane is no longer vested
 	// there (another claim leased it, or it moved), the claim takes

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quickfdb/quickfdb/internal/mutant"
+	"github.com/quickfdb/quickfdb/internal/txn"
 	"github.com/quickfdb/quickfdb/internal/wake"
 	"github.com/quickfdb/quickfdb/internal/wire"
 	"github.com/quickfdb/quickfdb/kv"
@@ -67,6 +68,13 @@ type zenqueueCall struct {
 	// it commits, this process's workers of those types are told at once
 	// (internal/wake, Notify), without waiting for the watch.
 	woken []string
+	// contended is set when the attempt before this one failed with a
+	// conflict, and prevLanes holds the lane counts that attempt read, by
+	// zone prefix; lanes holds this attempt's (lanestate.go, growth on
+	// contention).
+	contended bool
+	prevLanes map[string]int
+	lanes     map[string]int
 }
 
 // markerID is the ID that names the call's marker: its first job with a
@@ -103,6 +111,8 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 		var res []Enqueued
 		var wrote [][]byte
 		var woken []string
+		var prevLanes map[string]int
+		conflicts := 0
 		err := q.transact(ctx, func(tr kv.Transaction, maybeCommitted bool) error {
 			// The marker stays even with FDB's automatic idempotency: the
 			// option resolves a lost commit reply (1021), not a timeout or
@@ -111,11 +121,15 @@ func (q *Queue) zenqueue(ctx context.Context, now time.Time, prepared []job) ([]
 			// claimed the job meanwhile) would enqueue it twice
 			// (TestZoneEnqueueAutomaticIdempotencyTimeoutThenClaimed).
 			q.setAutomaticIdempotency(tr)
-			call := zenqueueCall{given: given}
+			call := zenqueueCall{given: given, prevLanes: prevLanes}
 			if maybeCommitted {
 				call.prev, call.prevKeys = res, wrote
 			}
+			if c := txn.ConflictsOf(tr); c > conflicts {
+				call.contended, conflicts = true, c
+			}
 			r, err := q.zenqueueTx(tr, now, batch, &call)
+			prevLanes = call.lanes
 			if err != nil {
 				return err
 			}
@@ -286,6 +300,7 @@ func (q *Queue) zenqueueTx(tr kv.Transaction, now time.Time, jobs []job, call *z
 		}
 		lanesOf[k] = n
 	}
+	call.lanes = lanesOf
 	r := zreads{markKey: markKey, listed: listed, uniq: uniq, types: types, sleepers: sleepers, guessed: &cov, marks: marks}
 	return q.zplace(tr, now, jobs, zones, lanesOf, call, r)
 }
@@ -588,7 +603,7 @@ func (q *Queue) zplace(tr kv.Transaction, now time.Time, jobs []job, zones []zon
 	if err := q.applyCover(tr, &cov, nowMs); err != nil {
 		return nil, err
 	}
-	if err := q.growBackloggedZones(tr, &cov, lanesOf); err != nil {
+	if err := q.growBackloggedZones(tr, &cov, lanesOf, q.contendedZones(call, &cov, lanesOf)); err != nil {
 		return nil, err
 	}
 	if len(stored) > 0 && r.markKey != nil {

@@ -395,17 +395,18 @@ func (lr *laneRead) discard() error {
 // first pick is read ahead, so a claim reads at most one lane more than it
 // takes.
 //
-// more, when not nil, receives the other pickable entries the reads saw
-// once a lane is leased (the candidates of ClaimOptions.Scan, scan.go).
+// sc, when not nil, makes the claim a scan: sc.seen receives the other
+// pickable entries the reads saw once a lane is leased (the candidates of
+// ClaimOptions.Scan, scan.go), and no lane sc.skip names is picked or seen.
 // view, when not nil, returns the task type's tenant limits, whose weights
 // shape the pick (pickIndex); it is called once the index is read.
-func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, view func() *limitsView, more *[]pointerEntry) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
+func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int, head bool, hold time.Duration, short bool, now time.Time, pre func(laneRef) *laneRead, view func() *limitsView, sc *scanState) (p LaneLease, found bool, nextMs int64, read *laneRead, err error) {
 	if peek <= 0 {
 		peek = defaultPeek
 	}
 	// A scan reads the index's head deep, with every vested entry it holds
 	// pickable, and takes the zone whose turn it is (scan.go, zone turns).
-	scan := more != nil && !mutant.On("quick.scan-shallow")
+	scan := sc != nil && !mutant.On("quick.scan-shallow")
 	if scan {
 		head, peek = true, max(peek, scanDepth)
 	}
@@ -421,7 +422,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			switch {
 			case b >= 0 && b <= nowMs:
 				headLimit, r.check = 1, true // the head serves to check where the oldest entries are
-				if more != nil {
+				if sc != nil {
 					// A scan reads the head's K too: the other end of its
 					// circle over the oldest entries (scan.go).
 					headLimit = peek
@@ -493,7 +494,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			last = nowMs // zone turns order a scan's choice, not the filing time
 		}
 		pickable := func(e pointerEntry) bool { return e.PtrMs >= m0 && e.PtrMs <= last }
-		if more != nil {
+		if sc != nil {
 			for _, e := range hs {
 				if pickable(e) {
 					r.headPick = append(r.headPick, e)
@@ -568,11 +569,12 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 		}
 	}
 	var extra [numPriorities][]pointerEntry
-	if more != nil {
+	if sc != nil {
 		// A scan's candidates also come from the head's pickable entries
 		// that the random read did not cover.
 		for i := range reads {
-			extra[i] = reads[i].extra(entries[i])
+			extra[i] = sc.unskipped(reads[i].extra(entries[i]))
+			entries[i] = sc.unskipped(entries[i])
 		}
 	}
 	for pi, vested := range entries {
@@ -590,7 +592,7 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 				i = q.pickIndex(lv, vested) // weighed by tenant limits (per tenant)
 			case scan:
 				i = q.pickByTurn(taskType, vested) // a scan takes each zone once a round (scan.go)
-			case more != nil:
+			case sc != nil:
 				i = q.pickByZone(vested)
 			default:
 				i = q.pickIndex(lv, vested)
@@ -635,10 +637,10 @@ func (q *Queue) acquireWith(tr kv.Transaction, taskType, holder string, peek int
 			if old.leased() && old.Short {
 				lapsedShort = old.Token
 			}
-			if more != nil {
-				*more = append(append(*more, vested...), extra[pi]...)
+			if sc != nil {
+				sc.seen = append(append(sc.seen, vested...), extra[pi]...)
 				for j := pi + 1; j < len(entries); j++ {
-					*more = append(append(*more, entries[j]...), extra[j]...)
+					sc.seen = append(append(sc.seen, entries[j]...), extra[j]...)
 				}
 			}
 			return LaneLease{

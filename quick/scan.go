@@ -26,6 +26,51 @@ import (
 // lane exactly one commits; the other conflicts, and its retry finds the
 // lane leased and returns Missed, not an error.
 
+// scanState is a scanning claim's (ClaimOptions.Scan) part of acquire:
+// the lanes it must skip, and the other pickable entries its reads saw.
+type scanState struct {
+	skip map[skipKey]bool
+	seen []pointerEntry
+}
+
+// skipKey names a lane of the claim's task type.
+type skipKey struct {
+	itemSpace string
+	prio      Priority
+	lane      int
+}
+
+// maxSkip bounds ClaimOptions.Skip: a worker hands out at most one
+// candidate per claim goroutine.
+const maxSkip = 64
+
+func newScanState(skip []LaneCandidate) *scanState {
+	sc := &scanState{}
+	if len(skip) > 0 && !mutant.On("quick.scan-no-skip") {
+		sc.skip = make(map[skipKey]bool, min(len(skip), maxSkip))
+		for _, c := range skip[:min(len(skip), maxSkip)] {
+			sc.skip[skipKey{c.ItemSpace, c.Priority, c.Lane}] = true
+		}
+	}
+	return sc
+}
+
+// unskipped returns es without the entries of lanes sc skips (es itself
+// when it skips none of them).
+func (sc *scanState) unskipped(es []pointerEntry) []pointerEntry {
+	if len(sc.skip) == 0 {
+		return es
+	}
+	out := es[:0:0]
+	for _, e := range es {
+		l := e.lane()
+		if !sc.skip[skipKey{l.z.itemSpace, l.prio, l.lane}] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // maxScan caps ClaimOptions.Scan; with it, scanDepth bounds the index
 // read of a scanning claim (scanPeek): a scan stays one read of a few kB.
 const maxScan = 32

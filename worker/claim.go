@@ -307,8 +307,10 @@ func (c *claimer) claim(n int) bool {
 	if opts.Lane == nil {
 		if c.cand != nil {
 			opts.From, c.cand = c.cand, nil // a lane the scanner saw
+			defer r.feed.settle(opts.From)
 		} else if c.i == 0 {
 			opts.Scan = r.scanWidth() // one more lane per waiting executor
+			opts.Skip = r.feed.skip()
 		}
 	}
 	continuing := opts.Lane != nil
@@ -484,7 +486,10 @@ func (c *claimer) letGo() {
 		r.shorts.retire(c.sl)
 		c.sl = nil
 	}
-	c.cand = nil
+	if c.cand != nil {
+		r.feed.settle(c.cand)
+		c.cand = nil
+	}
 	c.rounds = 0
 }
 

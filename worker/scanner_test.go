@@ -59,3 +59,28 @@ func TestScannerAloneReadsTheIndex(t *testing.T) {
 		t.Fatalf("no claim took a lane a scan saw (%d index reads for %d zones): the executors read the index themselves", len(scans), zones)
 	}
 }
+
+// The feed remembers the candidates it handed to executors until their
+// claims return, and the scanner's next claim skips them
+// (quick.ClaimOptions.Skip), so the scanner never races its own executor
+// for a lane; a candidate no executor took is not remembered.
+func TestScannerSkipsCandidatesHandedOut(t *testing.T) {
+	r := &runner{feed: newScanFeed()}
+	c := &claimer{r: r}
+	r.feed.waiting.Store(1) // one executor waits
+	a := quick.LaneCandidate{TaskType: "email", ItemSpace: "a", Lane: 0}
+	b := quick.LaneCandidate{TaskType: "email", ItemSpace: "b", Lane: 3}
+	c.distribute(quick.Claimed{Candidates: []quick.LaneCandidate{a, b}})
+	got := r.feed.skip()
+	if len(got) != 1 || got[0].ItemSpace != "a" {
+		t.Fatalf("skip after handing out one of two candidates = %+v, want a's lane", got)
+	}
+	it := <-r.feed.ch
+	if it.cand == nil || it.cand.ItemSpace != "a" {
+		t.Fatalf("the executor got %+v", it)
+	}
+	r.feed.settle(it.cand) // its claim returned
+	if got := r.feed.skip(); len(got) != 0 {
+		t.Fatalf("skip after the claim returned = %+v", got)
+	}
+}

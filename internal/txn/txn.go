@@ -19,6 +19,10 @@ import (
 type CommitWatcher struct {
 	kv.Transaction
 	unknown bool
+	// conflicts counts this loop's commits that failed with 1020
+	// not_committed: an operation that keeps conflicting may spread its
+	// writes (quick's enqueue grows a contended zone).
+	conflicts int
 }
 
 // WatchCommits wraps tr in a CommitWatcher.
@@ -30,7 +34,24 @@ func (c *CommitWatcher) Commit() error {
 	if kv.IsMaybeCommitted(err) {
 		c.unknown = true
 	}
+	if kv.Code(err) == kv.ErrNotCommitted.Code {
+		c.conflicts++
+	}
 	return err
+}
+
+// Conflicts returns how many commits of this watcher's loop failed with
+// 1020 not_committed so far.
+func (c *CommitWatcher) Conflicts() int { return c.conflicts }
+
+// ConflictsOf returns Conflicts of tr when tr is the transaction
+// TransactWatched passes its function, and 0 for any other transaction
+// (one of the caller's own, which this package cannot watch).
+func ConflictsOf(tr kv.Transaction) int {
+	if c, ok := tr.(*CommitWatcher); ok {
+		return c.conflicts
+	}
+	return 0
 }
 
 // MaybeCommitted reports whether an earlier commit may have applied.
@@ -55,18 +76,19 @@ const maxRecoveries = 10
 // returned is maybe-committed (kv.IsMaybeCommitted) whenever some attempt may
 // have applied.
 func TransactWatched(ctx context.Context, db kv.Database, fn func(tr kv.Transaction, maybeCommitted bool) error) error {
-	maybe := false
+	maybe, conflicts := false, 0
 	for recoveries := 0; ; recoveries++ {
 		tr, err := db.CreateTransaction()
 		if err != nil {
 			return maybeCommitted(err, maybe)
 		}
-		w := &CommitWatcher{Transaction: tr, unknown: maybe}
+		w := &CommitWatcher{Transaction: tr, unknown: maybe, conflicts: conflicts}
 		err = kv.Retry(ctx, w, func(kv.Transaction) error { return fn(w, w.MaybeCommitted()) })
 		if err == nil {
 			return nil
 		}
 		maybe = maybe || w.MaybeCommitted() || kv.IsMaybeCommitted(err)
+		conflicts = w.conflicts
 		err = maybeCommitted(err, maybe)
 		// Only an engine error (a code) ends the loop unresolved: an error
 		// of fn's own was decided knowing maybeCommitted.
