@@ -78,7 +78,7 @@ func (p *procSystem) Reset(ctx context.Context) error {
 	// Leftovers of a workload that failed between Reset and Stop.
 	stopErr := p.stopChildren()
 	if err := p.system.Reset(ctx); err != nil {
-		return err
+		return errors.Join(err, stopErr)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -142,13 +142,16 @@ func (p *procSystem) stopChildren() error {
 	var errs []error
 	for _, c := range p.kids {
 		select {
-		case <-c.readDone:
+		case <-c.exited:
 		case <-deadline.C:
 			c.cmd.Process.Kill()
 			errs = append(errs, fmt.Errorf("worker process %d did not stop within %s: killed", c.cmd.Process.Pid, childStopTimeout))
 			deadline.Reset(time.Second) // the rest get a moment each
+			<-c.exited
 		}
-		<-c.exited
+		// The child held the only write end of its report pipe: its last
+		// records are in the pipe, read before Stop returns.
+		<-c.readDone
 		if c.waitErr != nil {
 			errs = append(errs, fmt.Errorf("worker process %d: %w", c.cmd.Process.Pid, c.waitErr))
 		}
