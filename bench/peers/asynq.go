@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -85,7 +86,7 @@ func (s *asynqSystem) Enqueue(ctx context.Context, stamp int64) error {
 	return err
 }
 
-func (s *asynqSystem) Start(ctx context.Context, slots int, onStart func(int64)) error {
+func (s *asynqSystem) Start(ctx context.Context, slots int, onStart startFunc) error {
 	srv := asynq.NewServer(s.opt, asynq.Config{Concurrency: slots, LogLevel: asynq.WarnLevel})
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(peerArgs{}.Kind(), func(ctx context.Context, t *asynq.Task) error {
@@ -93,7 +94,7 @@ func (s *asynqSystem) Start(ctx context.Context, slots int, onStart func(int64))
 		if err != nil {
 			return err
 		}
-		onStart(stamp)
+		onStart(stamp, time.Now().UnixNano())
 		return nil
 	})
 	if err := srv.Start(mux); err != nil {

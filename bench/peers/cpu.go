@@ -14,9 +14,10 @@ import (
 // regardless of the internal HZ), so no cgo call to sysconf is needed.
 const clockTicks = 100
 
-// cpuTimes is CPU time in seconds, split between this process (the client:
+// cpuTimes is CPU time in seconds, split between the client (this process:
 // benchmark driver, queue client library, workers, and for memkv the whole
-// engine) and the server processes measured from /proc.
+// engine; plus with -procs > 1 the worker processes, see childrenCPU) and
+// the server processes measured from /proc.
 type cpuTimes struct {
 	Client float64 `json:"client"`
 	Server float64 `json:"server"`
@@ -149,12 +150,19 @@ func parentPID(pid int) (int, error) {
 	return st.ppid, nil
 }
 
-// sampleCPU reads this process's CPU and that of the server trees.
+// sampleCPU reads the client's CPU (this process's and its worker
+// processes') and that of the server trees. Worker processes are not in any
+// server tree, so nothing is counted twice.
 func sampleCPU(serverRoots []int) (cpuTimes, error) {
 	c, err := selfCPU()
 	if err != nil {
 		return cpuTimes{}, err
 	}
+	k, err := childrenCPU()
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	c += k
 	s, err := treeCPU(serverRoots)
 	if err != nil {
 		return cpuTimes{}, err

@@ -39,12 +39,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == childFlag {
+		return runChild(ctx, args, stderr) // a worker process of -procs (child.go)
+	}
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := config{}
 	fs.IntVar(&cfg.Jobs, "jobs", 20_000, "jobs enqueued in bulk, then drained")
 	fs.IntVar(&cfg.Batch, "batch", 100, "jobs per bulk enqueue")
 	fs.IntVar(&cfg.Slots, "slots", 100, "handler slots (quickfdb Concurrency, River MaxWorkers, Asynq Concurrency)")
+	fs.IntVar(&cfg.Procs, "procs", 1, "worker processes: above 1, each row's worker runs in this many child processes with slots/procs slots each (memkv rows are skipped)")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", 200, "enqueue-to-start samples at idle")
 	fs.DurationVar(&cfg.IdleInterval, "idle-interval", 50*time.Millisecond, "mean gap between idle samples")
 	fs.Float64Var(&cfg.Rate, "rate", 2000, "steady arrival rate, jobs/s")
@@ -78,7 +82,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	env := environment{Config: cfg, Reps: *reps, LoadBefore: loadAvg()}
-	sys, pool, err := openSystems(ctx, want, *pgDSN, *pgPool, *redisAddr, *clusterFile, *fdbPIDs, int64(*seed), &env, stderr)
+	if cfg.Procs > 1 && cfg.Slots%cfg.Procs != 0 {
+		fmt.Fprintf(stderr, "peers: -slots %d is not a multiple of -procs %d: each worker process gets %d slots, %d in all\n",
+			cfg.Slots, cfg.Procs, perChild(cfg.Slots, cfg.Procs), perChild(cfg.Slots, cfg.Procs)*cfg.Procs)
+	}
+	sys, pool, err := openSystems(ctx, want, cfg.Procs, *pgDSN, *pgPool, *redisAddr, *clusterFile, *fdbPIDs, int64(*seed), &env, stderr)
 	if pool != nil {
 		defer pool.Close()
 	}
@@ -140,8 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func validate(c config, reps int) error {
 	switch {
-	case c.Jobs < 1 || c.Batch < 1 || c.Slots < 1 || c.Producers < 1 || reps < 1:
-		return errors.New("-jobs, -batch, -slots, -producers and -reps must be positive")
+	case c.Jobs < 1 || c.Batch < 1 || c.Slots < 1 || c.Producers < 1 || c.Procs < 1 || reps < 1:
+		return errors.New("-jobs, -batch, -slots, -producers, -procs and -reps must be positive")
 	case c.IdleSamples < 1 || c.IdleInterval <= 0:
 		return errors.New("-idle-samples and -idle-interval must be positive")
 	case c.Rate <= 0 || c.SteadyFor <= 0 || c.Rate*c.SteadyFor.Seconds() < 1:
@@ -153,8 +161,11 @@ func validate(c config, reps int) error {
 }
 
 // openSystems connects to what each wanted row needs, in table order, and
-// records the servers' settings in env.
-func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool int, redisAddr, clusterFile, fdbPIDs string,
+// records the servers' settings in env. With procs > 1 each row's worker
+// runs in procs child processes (procs.go), given the flags to reach the
+// same servers; the memkv rows, whose database lives in this process's
+// memory, cannot be shared with them and are skipped.
+func openSystems(ctx context.Context, want map[string]bool, procs int, pgDSN string, pgPool int, redisAddr, clusterFile, fdbPIDs string,
 	seed int64, env *environment, stderr io.Writer) ([]system, *pgxpool.Pool, error) {
 	for name := range want {
 		if !known(name) {
@@ -164,8 +175,23 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 	var sys []system
 	var pool *pgxpool.Pool
 	var postmaster int
+	// wrap runs s's worker in procs processes started with childArgs.
+	wrap := func(name string, s system, childArgs ...string) system {
+		if procs == 1 {
+			return s
+		}
+		args := func() []string { return childArgs }
+		if q, ok := s.(*quickSystem); ok {
+			args = func() []string { return append(append([]string(nil), childArgs...), q.runArgs()...) }
+		}
+		return &procSystem{system: s, key: name, n: procs, args: args, stderr: stderr}
+	}
 	for _, name := range systemNames {
 		if !want[name] {
+			continue
+		}
+		if procs > 1 && strings.HasPrefix(name, "quickfdb-") && name != "quickfdb-fdb" {
+			fmt.Fprintf(stderr, "peers: -procs %d: skipping %s (memkv lives in this process's memory; worker processes cannot share it)\n", procs, name)
 			continue
 		}
 		switch name {
@@ -193,7 +219,7 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 			if err != nil {
 				return sys, pool, err
 			}
-			sys = append(sys, s)
+			sys = append(sys, wrap(name, s, "-fdb-cluster-file", clusterFile))
 		case "river-default", "river-bench":
 			if pgDSN == "" {
 				fmt.Fprintf(stderr, "peers: no -pg-dsn: skipping %s\n", name)
@@ -212,6 +238,9 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 					return sys, pool, err
 				}
 				env.Postgres = postgresSettings(ctx, pool)
+				if procs > 1 {
+					env.WorkerPGPool = childPool(pgPool, procs)
+				}
 			}
 			label := "River, Postgres, default fetch (FetchCooldown 100ms, FetchPollInterval 1s)"
 			if name == "river-bench" {
@@ -222,7 +251,7 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 			if err != nil {
 				return sys, pool, err
 			}
-			sys = append(sys, s)
+			sys = append(sys, wrap(name, s, "-pg-dsn", pgDSN, "-pg-pool", strconv.Itoa(childPool(pgPool, procs))))
 		case "asynq":
 			if redisAddr == "" {
 				fmt.Fprintln(stderr, "peers: no -redis-addr: skipping asynq")
@@ -233,7 +262,7 @@ func openSystems(ctx context.Context, want map[string]bool, pgDSN string, pgPool
 				return sys, pool, err
 			}
 			env.Redis = redisSettings(ctx, s)
-			sys = append(sys, s)
+			sys = append(sys, wrap(name, s, "-redis-addr", redisAddr))
 		}
 	}
 	env.Versions = moduleVersions()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/quickfdb/quickfdb/kv"
@@ -21,6 +22,7 @@ import (
 // the next workload starts and at Close.
 type quickSystem struct {
 	name    string
+	memkv   bool                        // in this process's memory, not FoundationDB
 	open    func() (kv.Database, error) // a fresh database (memkv) or the same one (FDB)
 	fdbPIDs []int
 	log     *slog.Logger
@@ -38,7 +40,8 @@ type quickSystem struct {
 
 func newQuickMem(name string, lat memkv.Latency, seed int64) *quickSystem {
 	return &quickSystem{
-		name: name,
+		name:  name,
+		memkv: true,
 		open: func() (kv.Database, error) {
 			return memkv.Open(memkv.Options{Latency: lat, Seed: seed}), nil
 		},
@@ -94,15 +97,22 @@ func (s *quickSystem) Reset(ctx context.Context) error {
 	if err := s.clear(ctx); err != nil {
 		return fmt.Errorf("clear the previous run's subspace: %w", err)
 	}
+	s.runs++
+	// A subspace per run and per process: runs on FDB never see an earlier
+	// run's keys, even one that was killed before it cleared them.
+	return s.attach(ctx, int64(os.Getpid()), int64(s.runs))
+}
+
+// attach opens the queue in run's subspace of the benchmark process pid.
+// Reset uses it with its own pid; a worker process (child.go) with its
+// parent's, so that both open the same queue.
+func (s *quickSystem) attach(ctx context.Context, pid, run int64) error {
 	db, err := s.open()
 	if err != nil {
 		return err
 	}
-	s.runs++
 	s.db = db
-	// A subspace per run and per process: runs on FDB never see an earlier
-	// run's keys, even one that was killed before it cleared them.
-	s.space = tuple.FromTuple(tuple.Tuple{"quickfdb-peers", int64(os.Getpid()), int64(s.runs)})
+	s.space = tuple.FromTuple(tuple.Tuple{"quickfdb-peers", pid, run})
 	opts := s.opts
 	opts.Logger = s.log
 	s.q, err = quick.Open(ctx, db, s.space, opts)
@@ -110,6 +120,12 @@ func (s *quickSystem) Reset(ctx context.Context) error {
 		return fmt.Errorf("quick.Open: %w", err)
 	}
 	return nil
+}
+
+// runArgs are the flags with which a worker process attaches to the queue
+// the last Reset opened.
+func (s *quickSystem) runArgs() []string {
+	return []string{"-space-pid", strconv.Itoa(os.Getpid()), "-space-run", strconv.Itoa(s.runs)}
 }
 
 func (s *quickSystem) EnqueueBatch(ctx context.Context, stamps []int64) error {
@@ -130,13 +146,13 @@ func (s *quickSystem) Enqueue(ctx context.Context, stamp int64) error {
 	return err
 }
 
-func (s *quickSystem) Start(ctx context.Context, slots int, onStart func(int64)) error {
+func (s *quickSystem) Start(ctx context.Context, slots int, onStart startFunc) error {
 	w, err := worker.New(worker.Config{Queue: s.q, Logger: s.log})
 	if err != nil {
 		return err
 	}
 	err = worker.Register(w, func(ctx context.Context, job *worker.Job[peerArgs]) error {
-		onStart(job.Args.T)
+		onStart(job.Args.T, time.Now().UnixNano())
 		return nil
 	}, worker.HandlerOptions{Concurrency: slots})
 	if err != nil {

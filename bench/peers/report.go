@@ -23,8 +23,10 @@ type environment struct {
 	Versions   map[string]string `json:"versions"`
 	Postgres   map[string]string `json:"postgres,omitempty"`
 	Redis      map[string]string `json:"redis,omitempty"`
-	LoadBefore string            `json:"loadavg_before"`
-	LoadAfter  string            `json:"loadavg_after"`
+	// WorkerPGPool is each River worker process's pool size (-procs > 1).
+	WorkerPGPool int    `json:"worker_process_pg_pool,omitempty"`
+	LoadBefore   string `json:"loadavg_before"`
+	LoadAfter    string `json:"loadavg_after"`
 }
 
 // row is one system's figures over the repetitions. CPU is CPU-seconds per
@@ -59,9 +61,14 @@ func buildReport(sys []system, results [][]result, env environment) report {
 	env.NumCPU = runtime.NumCPU()
 	ran := map[string]bool{}
 	for _, s := range sys {
-		switch s.(type) {
+		if p, ok := s.(*procSystem); ok {
+			s = p.system
+		}
+		switch q := s.(type) {
 		case *quickSystem:
-			ran["quickfdb"] = true
+			if q.memkv {
+				ran["memkv"] = true
+			}
 		case *riverSystem:
 			ran["river"] = true
 		case *asynqSystem:
@@ -132,10 +139,16 @@ func (r report) failed() bool {
 
 func (r report) writeMarkdown(w io.Writer) {
 	c := r.Environment.Config
-	fmt.Fprintf(w, "Peers: %d jobs enqueued in batches of %d, drained with %d handler slots (no-op handler); "+
+	where, client := "in this process", "this process"
+	if c.Procs > 1 {
+		where = fmt.Sprintf("in %d worker processes of %d each", c.Procs, perChild(c.Slots, c.Procs))
+		client = "this process, its worker processes"
+	}
+	fmt.Fprintf(w, "Peers: %d jobs enqueued in batches of %d, drained with %d handler slots %s (no-op handler); "+
 		"idle latency over %d samples ~%s apart; steady %.0f jobs/s for %s from %d producers. "+
-		"%d interleaved repetition(s): median (min–max). CPU is CPU-seconds per 1,000 jobs, this process plus the server processes.\n\n",
-		c.Jobs, c.Batch, c.Slots, c.IdleSamples, c.IdleInterval, c.Rate, c.SteadyFor, c.Producers, r.Environment.Reps)
+		"%d interleaved repetition(s): median (min–max). CPU is CPU-seconds per 1,000 jobs, %s plus the server processes.\n\n",
+		c.Jobs, c.Batch, perChild(c.Slots, c.Procs)*c.Procs, where, c.IdleSamples, c.IdleInterval, c.Rate, c.SteadyFor, c.Producers,
+		r.Environment.Reps, client)
 	fmt.Fprintln(w, "| system | enqueue jobs/s | enqueue CPU/1k | drain jobs/s | drain CPU/1k | enqueue+drain CPU/1k (server's share) | idle p50 ms | idle p99 ms | steady jobs/s | steady p99 ms | steady CPU/1k |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rw := range r.Rows {
@@ -164,7 +177,7 @@ func (r report) writeMarkdown(w io.Writer) {
 // notes state the settings that decide the comparison, as measured.
 func notes(env environment, ran map[string]bool) []string {
 	var n []string
-	if ran["quickfdb"] {
+	if ran["memkv"] {
 		n = append(n, "quickfdb on memkv keeps everything in this process's memory: nothing is written to disk and no network is crossed, so its CPU is all client CPU. "+
 			"\"with FDB latencies\" injects memkv.FDBLatency() (read version 0.3–1 ms, read 0.1–1 ms, commit 1.5–2.5 ms) as sleeps: it shows round-trip-bound rates, not FDB's CPU.")
 	}
@@ -174,7 +187,17 @@ func notes(env environment, ran map[string]bool) []string {
 	if ran["asynq"] {
 		n = append(n, "Asynq has no bulk enqueue: a batch is its jobs enqueued by concurrent Enqueue calls. Asynq's server runs with its defaults (TaskCheckInterval 1 s when queues are empty), which is what sets its idle latency.")
 	}
-	n = append(n, "Drain figures include worker start-up (River's leader election and first fetch, quickfdb's lane registration, Asynq's server start) and end when the graceful stop has flushed completions; idle and steady runs start after a warm-up job.")
+	n = append(n, "Drain figures include worker start-up (River's leader election and first fetch, quickfdb's presence record and first claims, Asynq's server start) and end when the graceful stop has flushed completions; idle and steady runs start after a warm-up job.")
+	if c := env.Config; c.Procs > 1 {
+		n = append(n, fmt.Sprintf("Every workload's worker ran in %d child processes of this binary with %d handler slots each; enqueues ran in this process. "+
+			"The children were started and connected before each workload's clock and CPU sample; their CPU counts as client CPU. "+
+			"Each handler start is reported to this process over a pipe in batches (every %s or %d bytes), stamped with its start time in the child. "+
+			"The memkv rows cannot share their database with other processes and were not run.",
+			c.Procs, perChild(c.Slots, c.Procs), reportEvery, reportBatch))
+		if env.WorkerPGPool > 0 {
+			n = append(n, fmt.Sprintf("Each River worker process has a pool of %d Postgres connections (-pg-pool shared out, at least 4).", env.WorkerPGPool))
+		}
+	}
 	if env.Postgres != nil {
 		n = append(n, "Postgres (durable: every commit waits for its WAL flush when fsync and synchronous_commit are on): "+kvString(env.Postgres)+".")
 	}

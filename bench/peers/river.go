@@ -33,7 +33,7 @@ type riverSystem struct {
 	inserter    *river.Client[pgx.Tx]
 	worker      *river.Client[pgx.Tx]
 	log         *slog.Logger
-	onStartFunc func(int64)
+	onStartFunc startFunc
 }
 
 // peerWorker is River's handler: a no-op that records its start.
@@ -43,7 +43,7 @@ type peerWorker struct {
 }
 
 func (w *peerWorker) Work(ctx context.Context, job *river.Job[peerArgs]) error {
-	w.sys.onStartFunc(job.Args.T)
+	w.sys.onStartFunc(job.Args.T, time.Now().UnixNano())
 	return nil
 }
 
@@ -102,7 +102,7 @@ func (s *riverSystem) Enqueue(ctx context.Context, stamp int64) error {
 	return err
 }
 
-func (s *riverSystem) Start(ctx context.Context, slots int, onStart func(int64)) error {
+func (s *riverSystem) Start(ctx context.Context, slots int, onStart startFunc) error {
 	s.onStartFunc = onStart
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &peerWorker{sys: s}); err != nil {

@@ -30,6 +30,12 @@ func decodeArgs(b []byte) (int64, error) {
 	return a.T, nil
 }
 
+// startFunc is called by a handler as it starts: stamp is the job's payload
+// (when its enqueue call started), at the handler's start; both are Unix
+// nanoseconds. The handler takes at itself so that a start reported by a
+// worker process (procs.go) arrives late without looking late.
+type startFunc func(stamp, at int64)
+
 // system is one queue under test, used as its documentation shows: a
 // client that enqueues, and a worker (server) that runs a no-op handler.
 type system interface {
@@ -42,8 +48,8 @@ type system interface {
 	// Enqueue enqueues one job.
 	Enqueue(ctx context.Context, stamp int64) error
 	// Start starts a worker with slots handler slots whose handler calls
-	// onStart with the job's stamp and returns nil.
-	Start(ctx context.Context, slots int, onStart func(stamp int64)) error
+	// onStart with the job's stamp and the time it started, and returns nil.
+	Start(ctx context.Context, slots int, onStart startFunc) error
 	// Stop stops the worker gracefully: in-flight completions are flushed.
 	Stop(ctx context.Context) error
 	// ServerPIDs are the roots of the server process trees whose CPU

@@ -16,7 +16,8 @@ import (
 type config struct {
 	Jobs          int           `json:"jobs"`              // enqueued, then drained
 	Batch         int           `json:"batch"`             // jobs per bulk enqueue
-	Slots         int           `json:"slots"`             // handler slots
+	Slots         int           `json:"slots"`             // handler slots, over all worker processes
+	Procs         int           `json:"procs"`             // worker processes (1: the worker runs in this process)
 	IdleSamples   int           `json:"idle_samples"`      // enqueue-to-start samples at idle
 	IdleInterval  time.Duration `json:"idle_interval_ns"`  // mean gap between idle samples
 	Rate          float64       `json:"rate"`              // steady arrivals, jobs/s
@@ -79,15 +80,18 @@ func (r *recorder) lower(want int64) {
 	}
 }
 
-func (r *recorder) onStart(stamp int64) {
-	now := time.Now().UnixNano()
+// onStart records a start at at (Unix nanoseconds, stamped by the handler).
+// Starts from several worker processes arrive out of order, so lastStart
+// keeps the latest.
+func (r *recorder) onStart(stamp, at int64) {
 	if r.keepLat {
 		r.mu.Lock()
-		r.lat = append(r.lat, time.Duration(now-stamp))
-		r.starts = append(r.starts, now)
+		r.lat = append(r.lat, time.Duration(at-stamp))
+		r.starts = append(r.starts, at)
 		r.mu.Unlock()
 	}
-	r.lastStart.Store(now)
+	for last := r.lastStart.Load(); at > last && !r.lastStart.CompareAndSwap(last, at); last = r.lastStart.Load() {
+	}
 	if r.started.Add(1) >= r.want.Load() {
 		r.doneOnce.Do(func() { close(r.done) })
 	}
@@ -219,15 +223,15 @@ func enqueueDrain(ctx context.Context, sys system, cfg config, res *result) erro
 
 // warmUp starts the worker and waits for one job to run, so that worker
 // start-up (registration, leader election, first fetch) is not measured.
-func warmUp(ctx context.Context, sys system, cfg config, onStart func(int64)) error {
+func warmUp(ctx context.Context, sys system, cfg config, onStart startFunc) error {
 	first := make(chan struct{})
 	var once sync.Once
-	if err := sys.Start(ctx, cfg.Slots, func(t int64) {
+	if err := sys.Start(ctx, cfg.Slots, func(t, at int64) {
 		if t == 0 {
 			once.Do(func() { close(first) })
 			return
 		}
-		onStart(t)
+		onStart(t, at)
 	}); err != nil {
 		return err
 	}
