@@ -15,6 +15,7 @@ import (
 	"github.com/quickfdb/quickfdb/kv"
 	"github.com/quickfdb/quickfdb/kv/memkv"
 	"github.com/quickfdb/quickfdb/quick"
+	"github.com/quickfdb/quickfdb/tuple"
 )
 
 // BenchmarkSteady enqueues b.N single jobs at a steady 2,000 jobs/s from 32
@@ -30,8 +31,22 @@ import (
 // otherwise all cover the one lane's pointer and conflict with each other
 // and with the claims. Run it with
 //
-//	go test -run '^$' -bench Steady -benchtime 6000x ./worker/
+//	go test -run '^$' -bench 'Steady$' -benchtime 6000x ./worker/
+//
+// BenchmarkSteadyEngine runs the same on fdbtest.Open's engine: a
+// FoundationDB server with -tags fdb (QUICKFDB_FDB_BIN or
+// QUICKFDB_CLUSTER_FILE, docs/fdb.md), else memkv without latencies.
 func BenchmarkSteady(b *testing.B) {
+	benchSteadyRows(b, func(b testing.TB) (kv.Database, tuple.Subspace) {
+		return fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+	})
+}
+
+func BenchmarkSteadyEngine(b *testing.B) {
+	benchSteadyRows(b, fdbtest.Open)
+}
+
+func benchSteadyRows(b *testing.B, open func(testing.TB) (kv.Database, tuple.Subspace)) {
 	for _, c := range []struct {
 		name  string
 		short bool
@@ -39,7 +54,7 @@ func BenchmarkSteady(b *testing.B) {
 	}{{"per-job", false, 0}, {"short", true, 0}, {"per-job-16-lanes", false, 16}, {"short-16-lanes", true, 16}} {
 		short := c.short
 		b.Run(c.name, func(b *testing.B) {
-			raw, space := fdbtest.OpenMem(b, memkv.Options{Latency: memkv.FDBLatency(), Seed: 1})
+			raw, space := open(b)
 			counted := kv.WithCounters(raw)
 			producing := kv.WithCounters(raw)
 			opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ZoneLanes: c.lanes}

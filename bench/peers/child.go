@@ -108,8 +108,8 @@ loop:
 // releases connections only: the queue's contents are the parent's.
 func openChild(ctx context.Context, row, pgDSN string, pgPool int, redisAddr, clusterFile string, spacePID, spaceRun int64) (system, func(), error) {
 	switch row {
-	case "quickfdb-fdb":
-		s, err := newQuickFDB(clusterFile, nil)
+	case "quickfdb-fdb", "quickfdb-fdb-short":
+		s, err := newQuickFDB(clusterFile, nil, row == "quickfdb-fdb-short")
 		if err != nil {
 			return nil, nil, err
 		}

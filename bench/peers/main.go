@@ -30,7 +30,11 @@ import (
 )
 
 // systemNames are the rows, in table order.
-var systemNames = []string{"quickfdb-mem", "quickfdb-fdblat", "quickfdb-zones-mem", "quickfdb-zones-fdblat", "quickfdb-short-mem", "quickfdb-short-fdblat", "quickfdb-fdb", "river-default", "river-bench", "asynq"}
+var systemNames = []string{"quickfdb-zones-mem", "quickfdb-zones-fdblat", "quickfdb-short-mem", "quickfdb-short-fdblat", "quickfdb-fdb", "quickfdb-fdb-short", "river-default", "river-bench", "asynq"}
+
+// onFDB reports whether a quickfdb row runs on FoundationDB (and so can
+// run its worker in other processes).
+func onFDB(name string) bool { return name == "quickfdb-fdb" || name == "quickfdb-fdb-short" }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -61,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pgDSN := fs.String("pg-dsn", "", "Postgres for River (pgx DSN); River rows are skipped without it")
 	pgPool := fs.Int("pg-pool", 20, "Postgres connections in River's pool")
 	redisAddr := fs.String("redis-addr", "", "Redis for Asynq (host:port); the Asynq row is skipped without it")
-	clusterFile := fs.String("fdb-cluster-file", "", "FoundationDB cluster file for the quickfdb-fdb row (binary built with -tags fdb)")
+	clusterFile := fs.String("fdb-cluster-file", "", "FoundationDB cluster file for the quickfdb-fdb and quickfdb-fdb-short rows (binary built with -tags fdb)")
 	fdbPIDs := fs.String("fdb-pids", "", "comma-separated fdbserver pids whose CPU counts as the FDB row's server CPU")
 	seed := fs.Uint64("seed", 1, "seed of the idle gaps and memkv's latency jitter")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file (- for stdout)")
@@ -190,15 +194,11 @@ func openSystems(ctx context.Context, want map[string]bool, procs int, pgDSN str
 		if !want[name] {
 			continue
 		}
-		if procs > 1 && strings.HasPrefix(name, "quickfdb-") && name != "quickfdb-fdb" {
+		if procs > 1 && strings.HasPrefix(name, "quickfdb-") && !onFDB(name) {
 			fmt.Fprintf(stderr, "peers: -procs %d: skipping %s (memkv lives in this process's memory; worker processes cannot share it)\n", procs, name)
 			continue
 		}
 		switch name {
-		case "quickfdb-mem":
-			sys = append(sys, newQuickMem("quickfdb, memkv, no latency", memkv.Latency{}, seed))
-		case "quickfdb-fdblat":
-			sys = append(sys, newQuickMem("quickfdb, memkv with FDB latencies", memkv.FDBLatency(), seed))
 		case "quickfdb-zones-mem":
 			sys = append(sys, newQuickMem("quickfdb zones, memkv, no latency", memkv.Latency{}, seed).zones(false))
 		case "quickfdb-zones-fdblat":
@@ -207,7 +207,7 @@ func openSystems(ctx context.Context, want map[string]bool, procs int, pgDSN str
 			sys = append(sys, newQuickMem("quickfdb zones short-job, memkv, no latency", memkv.Latency{}, seed).zones(true))
 		case "quickfdb-short-fdblat":
 			sys = append(sys, newQuickMem("quickfdb zones short-job, memkv with FDB latencies", memkv.FDBLatency(), seed).zones(true))
-		case "quickfdb-fdb":
+		case "quickfdb-fdb", "quickfdb-fdb-short":
 			if clusterFile == "" {
 				continue // optional row: only with a cluster
 			}
@@ -215,7 +215,7 @@ func openSystems(ctx context.Context, want map[string]bool, procs int, pgDSN str
 			if err != nil {
 				return sys, pool, err
 			}
-			s, err := newQuickFDB(clusterFile, pids)
+			s, err := newQuickFDB(clusterFile, pids, name == "quickfdb-fdb-short")
 			if err != nil {
 				return sys, pool, err
 			}

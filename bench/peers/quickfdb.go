@@ -51,17 +51,23 @@ func newQuickMem(name string, lat memkv.Latency, seed int64) *quickSystem {
 
 // newQuickFDB opens FoundationDB through fdbkv, which needs the binary built
 // with -tags fdb; without it fdbkv.Open returns fdbkv.ErrNotBuilt.
-func newQuickFDB(clusterFile string, pids []int) (*quickSystem, error) {
+// With short set the peer task type runs in short-job mode.
+func newQuickFDB(clusterFile string, pids []int, short bool) (*quickSystem, error) {
 	db, err := fdbkv.Open(clusterFile)
 	if err != nil {
 		return nil, fmt.Errorf("quickfdb on FoundationDB: %w", err)
 	}
-	return &quickSystem{
-		name:    "quickfdb, FoundationDB",
+	name := "quickfdb, FoundationDB"
+	if short {
+		name = "quickfdb short-job, FoundationDB"
+	}
+	s := &quickSystem{
+		name:    name,
 		open:    func() (kv.Database, error) { return db, nil },
 		fdbPIDs: pids,
 		log:     quietLogger(),
-	}, nil
+	}
+	return s.zones(short), nil
 }
 
 func quietLogger() *slog.Logger {
