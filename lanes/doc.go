@@ -14,7 +14,8 @@
 //     workers peeking at random places pick different lanes of a hot zone;
 //   - the lane count: a zone starts with quick.Options.ZoneLanes lanes (1
 //     by default) and Grow doubles it, up to a cap and at most Max, when a
-//     claim finds the zone Backlogged;
+//     claim finds the zone Backlogged, or, for a short-job zone, when its
+//     enqueues conflict (up to ContendedMax);
 //   - the split of a deep lane: a claim that finds a backlogged lane moves
 //     a chunk (SplitChunk) of its vested jobs to SplitWays other lanes.
 //

@@ -101,15 +101,24 @@ func leaseTokenEq(a, b Lease) bool { return a.token() == b.token() && a.Holder =
 // tenant being deleted, and completes a lease of it taken before the
 // deletion: done if its job was not deleted yet, else ErrLeaseLost.
 func (m *zModel) duringDelete(rt *rapid.T, tenant string, before map[ID]uint64) {
-	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "delworker")
+	m.claimDuring(rt, "deletion", "delworker", tenant, false, before)
+}
+
+// claimDuring claims at the model's queue while an operation on tenant (a
+// deletion or a move, what) is in flight, failing if it takes a job of the
+// tenant unless mayClaim, and then completes one lease of the tenant taken
+// before the operation started (before holds the tokens then). It reports
+// whether that ack found its lease lost. label names the worker's draw.
+func (m *zModel) claimDuring(rt *rapid.T, what, label, tenant string, mayClaim bool, before map[ID]uint64) (lost bool) {
+	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, label)
 	m.claimFrom = m.clk.Now()
 	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{TaskType: zsmType, Holder: worker, Max: 5, Lease: zsmLease, Peek: 64})
 	if err != nil {
-		rt.Fatalf("claim during the deletion of %q: %v", tenant, err)
+		rt.Fatalf("claim during the %s of %q: %v", what, tenant, err)
 	}
 	for _, l := range res.Jobs {
-		if l.ItemSpace == tenant {
-			rt.Fatalf("claimed %s of %q while it was being deleted", l.ID, tenant)
+		if l.ItemSpace == tenant && !mayClaim {
+			rt.Fatalf("claimed %s of %q during its %s", l.ID, tenant, what)
 		}
 	}
 	m.took(rt, worker, res, 5)
@@ -120,15 +129,16 @@ func (m *zModel) duringDelete(rt *rapid.T, tenant string, before map[ID]uint64) 
 		now := m.clk.Now()
 		acks, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: AckComplete})
 		if len(acks) != 1 {
-			rt.Fatalf("complete during the deletion: %v", err)
+			rt.Fatalf("complete during the %s: %v", what, err)
 		}
 		m.dropHeld(i)
 		if IsLeaseLost(acks[0].Err) {
-			return // deleted: the model drops it with the others
+			return true // deleted, or fenced or copied by a move
 		}
 		m.acked(rt, h, true, AckComplete, acks[0], now)
-		return
+		return false
 	}
+	return false
 }
 
 // checkDeleted checks that no key of a deleted tenant is left: dropped

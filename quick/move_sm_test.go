@@ -224,36 +224,9 @@ func (m *zModel) moveTenant(rt *rapid.T, tenant string, from, to *Queue, toHome 
 // tenant taken before the move. claimable says whether the tenant's jobs
 // may be claimed there yet.
 func (m *zModel) duringMove(rt *rapid.T, tenant string, claimable bool, before map[ID]uint64) {
-	worker := rapid.SampledFrom([]string{"w1", "w2", "w3"}).Draw(rt, "mvworker")
-	// Peek as the claim step's.
-	m.claimFrom = m.clk.Now()
-	res, err := m.q.Consumer().Claim(m.ctx, ClaimOptions{TaskType: zsmType, Holder: worker, Max: 5, Lease: zsmLease, Peek: 64})
-	if err != nil {
-		rt.Fatalf("claim during the move of %q: %v", tenant, err)
-	}
-	for _, l := range res.Jobs {
-		if l.ItemSpace == tenant && !claimable {
-			rt.Fatalf("claimed %s of %q while its move had not adopted the destination", l.ID, tenant)
-		}
-	}
-	m.took(rt, worker, res, 5)
-	for i, h := range m.held {
-		if h.lease.ItemSpace != tenant || before[h.lease.ID] != m.jobs[h.lease.ID].token || !m.current(h) {
-			continue
-		}
-		now := m.clk.Now()
-		acks, err := m.q.Ack(m.ctx, Ack{Lease: h.lease, Kind: AckComplete})
-		if len(acks) != 1 {
-			rt.Fatalf("complete during the move: %v", err)
-		}
-		m.dropHeld(i)
-		if IsLeaseLost(acks[0].Err) {
-			// Fenced or copied: the job runs again at the destination.
-			m.mv.LostAtMove++
-			return
-		}
-		m.acked(rt, h, true, AckComplete, acks[0], now)
-		return
+	if m.claimDuring(rt, "move", "mvworker", tenant, claimable, before) {
+		// Fenced or copied: the job runs again at the destination.
+		m.mv.LostAtMove++
 	}
 }
 

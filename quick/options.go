@@ -146,8 +146,9 @@ type Options struct {
 	// while workers run.
 	ZoneLanes int
 	// MaxZoneLanes caps the lanes a zone grows to on its own (when claims
-	// or enqueues find it backlogged, or a claim splits a deep lane);
-	// default 64.
+	// or enqueues find it backlogged, or a claim splits a deep lane; a
+	// short-job zone whose enqueues conflict grows to 16 at most,
+	// lanes.ContendedMax); default 64.
 	MaxZoneLanes int
 	// LaneLeaseTime is how long a worker holds a lane of a zone it took from
 	// the pointer index before others may take it; default
