@@ -27,18 +27,16 @@ import (
 func BenchmarkDrain(b *testing.B) {
 	type layout struct {
 		name      string
-		zones     bool
 		short     bool
 		tenants   int
 		zoneLanes int
 	}
 	layouts := []layout{
-		{name: "lanes", tenants: 1},
-		{name: "zones", zones: true, tenants: 1},
-		{name: "zones-16-lanes", zones: true, tenants: 1, zoneLanes: 16},
-		{name: "zones-100-tenants", zones: true, tenants: 100},
-		{name: "zones-short", zones: true, short: true, tenants: 1},
-		{name: "zones-short-16-lanes", zones: true, short: true, tenants: 1, zoneLanes: 16},
+		{name: "zones", tenants: 1},
+		{name: "zones-16-lanes", tenants: 1, zoneLanes: 16},
+		{name: "zones-100-tenants", tenants: 100},
+		{name: "zones-short", short: true, tenants: 1},
+		{name: "zones-short-16-lanes", short: true, tenants: 1, zoneLanes: 16},
 	}
 	for _, lat := range []bool{false, true} {
 		for _, l := range layouts {
@@ -54,11 +52,9 @@ func BenchmarkDrain(b *testing.B) {
 				raw, space := fdbtest.OpenMem(b, mo)
 				db := kv.WithCounters(raw)
 				opts := quick.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-				if l.zones {
-					opts.ZoneLanes = l.zoneLanes
-					if l.short {
-						opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
-					}
+				opts.ZoneLanes = l.zoneLanes
+				if l.short {
+					opts.TaskTypes = map[string]quick.TaskTypeOptions{"bench": {ShortJobs: true}}
 				}
 				ctx := context.Background()
 				q, err := quick.Open(ctx, db, space, opts)
@@ -89,19 +85,14 @@ func BenchmarkDrain(b *testing.B) {
 				before := db.Stats()
 				b.ResetTimer()
 				t0 := time.Now()
-				var w *Worker
-				if l.zones {
-					w, err = New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := RegisterRaw(w, "bench", h, HandlerOptions{Concurrency: 100}); err != nil {
-						b.Fatal(err)
-					}
-					go func() { _ = w.Run(ctx) }()
-				} else {
-					w = startBenchWorkers(b, q, 1, Config{}, HandlerOptions{Concurrency: 100}, h)[0]
+				w, err := New(Config{Queue: q, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					b.Fatal(err)
 				}
+				if err := RegisterRaw(w, "bench", h, HandlerOptions{Concurrency: 100}); err != nil {
+					b.Fatal(err)
+				}
+				go func() { _ = w.Run(ctx) }()
 				select {
 				case <-all:
 				case <-time.After(5 * time.Minute):

@@ -46,7 +46,6 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&cfg.RunLength, "run", cfg.RunLength, "run length per variant and worker count")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "workload and engine seed")
 	fs.DurationVar(&cfg.Poll, "poll", cfg.Poll, "idle wait between empty claims")
-	fs.IntVar(&cfg.K, "k", cfg.K, "quick-random-k's peek size")
 	fs.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of every cell, interleaved (the table shows median and range)")
 	fs.IntVar(&cfg.FairWorkers, "fair-workers", cfg.FairWorkers, "workers in the fairness run")
 	fs.Float64Var(&cfg.FairRate, "fair-rate", cfg.FairRate, "arrival rate of the fairness run")

@@ -35,7 +35,6 @@ type Config struct {
 	RunLength   time.Duration `json:"run_length"`
 	Seed        uint64        `json:"seed"`
 	Poll        time.Duration `json:"poll"` // idle wait between empty claims
-	K           int           `json:"k"`    // quick-random-k's peek size
 	Lease       time.Duration `json:"lease"`
 	// Reps runs every cell (mode, variant, worker count) this many times,
 	// interleaved (the whole grid once, then again), so the table can show
@@ -74,7 +73,6 @@ func Full() Config {
 		RunLength:   5 * time.Second,
 		Seed:        1,
 		Poll:        10 * time.Millisecond,
-		K:           100,
 		Lease:       30 * time.Second,
 		Reps:        3,
 
@@ -115,8 +113,8 @@ func (c Config) Validate() error {
 	switch {
 	case len(c.Workers) == 0:
 		return fmt.Errorf("bench: no worker counts")
-	case c.Concurrency < 1, c.Producers < 1, c.K < 1, c.Reps < 1:
-		return fmt.Errorf("bench: concurrency, producers, lanes, k and reps must be at least 1")
+	case c.Concurrency < 1, c.Producers < 1, c.Reps < 1:
+		return fmt.Errorf("bench: concurrency, producers and reps must be at least 1")
 	case c.RunLength <= 0:
 		return fmt.Errorf("bench: run length must be positive")
 	case c.DelayShare < 0 || c.DelayShare > 1 || c.FailShare < 0 || c.FailShare > 1:
