@@ -34,14 +34,7 @@ func TestEnqueueThatConflictedGrowsItsZone(t *testing.T) {
 	}
 	// The other producer creates the lane's pointer between this enqueue's
 	// read of the empty lane's state and its commit.
-	q := e.hooked(t, func() { e.zput(t, zjob{}) })
-	before := e.db.Stats()
-	if _, err := q.Enqueue(e.ctx, NewJob{TaskType: "email"}); err != nil {
-		t.Fatal(err)
-	}
-	if d := e.db.Stats().Sub(before); d.Conflicts == 0 {
-		t.Fatalf("the enqueue did not conflict with the other producer's: %v", d)
-	}
+	conflictedEnqueue(t, e, NewJob{TaskType: "email"}, func() { e.zput(t, zjob{}) })
 	if n := zoneLanesNow(t, e, ""); n != 2 {
 		t.Fatalf("after a conflicted enqueue the zone has %d lanes, want 2", n)
 	}
@@ -67,18 +60,11 @@ func TestEnqueueConflictsGrowAZoneUpToContendedMax(t *testing.T) {
 	// Any job: find one whose lane (of 16) is still empty, so that the
 	// hooked producer's job in the same lane conflicts.
 	id := NewID(e.clk.Now())
-	q := e.hooked(t, func() {
+	conflictedEnqueue(t, e, NewJob{TaskType: "email", ID: id}, func() {
 		if _, err := e.truth.Enqueue(e.ctx, NewJob{TaskType: "email", ID: sameLane(e, id, 16)}); err != nil {
 			t.Error(err)
 		}
 	})
-	before := e.db.Stats()
-	if _, err := q.Enqueue(e.ctx, NewJob{TaskType: "email", ID: id}); err != nil {
-		t.Fatal(err)
-	}
-	if d := e.db.Stats().Sub(before); d.Conflicts == 0 {
-		t.Fatalf("the enqueue did not conflict with the other producer's: %v", d)
-	}
 	var m zoneMeta
 	if err := m.unmarshal(e.get(t, e.truth.zoneOf("email", "").metaKey())); err != nil {
 		t.Fatal(err)
@@ -93,16 +79,24 @@ func TestEnqueueConflictsGrowAZoneUpToContendedMax(t *testing.T) {
 // make each job wait longer for its lane's turn (lanestate.go).
 func TestEnqueueConflictsDoNotGrowAPerJobZone(t *testing.T) {
 	e := newZEnv(t, Options{ZoneLanes: 1, MaxZoneLanes: 64}, nil)
-	q := e.hooked(t, func() { e.zput(t, zjob{}) })
+	conflictedEnqueue(t, e, NewJob{TaskType: "email"}, func() { e.zput(t, zjob{}) })
+	if n := zoneLanesNow(t, e, ""); n != 1 {
+		t.Fatalf("a per-job zone grew to %d lanes on an enqueue conflict", n)
+	}
+}
+
+// conflictedEnqueue enqueues j through a queue whose transaction runs
+// other (another producer) before its first commit, and fails unless the
+// enqueue conflicted with it and then succeeded.
+func conflictedEnqueue(t *testing.T, e *zenv, j NewJob, other func()) {
+	t.Helper()
+	q := e.hooked(t, other)
 	before := e.db.Stats()
-	if _, err := q.Enqueue(e.ctx, NewJob{TaskType: "email"}); err != nil {
+	if _, err := q.Enqueue(e.ctx, j); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.db.Stats().Sub(before); d.Conflicts == 0 {
 		t.Fatalf("the enqueue did not conflict with the other producer's: %v", d)
-	}
-	if n := zoneLanesNow(t, e, ""); n != 1 {
-		t.Fatalf("a per-job zone grew to %d lanes on an enqueue conflict", n)
 	}
 }
 
